@@ -2,6 +2,8 @@
 // - NeuroShard's compute-cost network (20 table features, table MLP 128-32,
 //   sum, head 32-64-1) pricing one device of 10 tables: from raw features, and
 //   from per-table latents computed once (what a planner that caches them pays);
+// - the same device through packed_compute_cost_net (issue 3: <= 2 us), on
+//   the kernel chosen at run time and on each kernel by name;
 // - the same for 1,000 devices of 10 tables in one batched call;
 // - one step of AutoShard's two-layer LSTM policy (hidden 64, input 64; and
 //   hidden 128), batch 1;
@@ -10,6 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "embplan/core/random.hpp"
@@ -17,6 +20,7 @@
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/lstm.hpp"
 #include "embplan/nn/module.hpp"
+#include "embplan/nn/packed_compute_cost_net.hpp"
 
 namespace {
 
@@ -45,6 +49,21 @@ void bm_compute_cost_device(benchmark::State& state) {
     benchmark::DoNotOptimize(cost);
   }
   state.SetItemsProcessed(state.iterations());
+}
+
+void bm_packed_compute_cost_device(benchmark::State& state, embplan::nn::simd_kernel kernel) {
+  if (!embplan::nn::simd_kernel_supported(kernel)) {
+    state.SkipWithError("kernel not supported on this CPU");
+    return;
+  }
+  const embplan::nn::packed_compute_cost_net net(trained_shape_net(), kernel);
+  const matrix features = random_matrix(state.range(0), 20, 3);
+  for (auto _ : state) {
+    float cost = net(features);
+    benchmark::DoNotOptimize(cost);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string(to_string(net.kernel())));
 }
 
 void bm_compute_cost_device_from_latents(benchmark::State& state) {
@@ -113,6 +132,18 @@ void bm_compute_cost_train_step(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(bm_compute_cost_device)->Arg(10)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_packed_compute_cost_device, automatic, embplan::nn::simd_kernel::automatic)
+    ->Arg(10)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_packed_compute_cost_device, scalar, embplan::nn::simd_kernel::scalar)
+    ->Arg(10)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_packed_compute_cost_device, avx2, embplan::nn::simd_kernel::avx2)
+    ->Arg(10)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_packed_compute_cost_device, avx512, embplan::nn::simd_kernel::avx512)
+    ->Arg(10)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_compute_cost_device_from_latents)->Arg(10)->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_compute_cost_batched)->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_lstm_step)->Arg(64)->Arg(128)->Unit(benchmark::kMicrosecond);

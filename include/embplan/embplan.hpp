@@ -39,11 +39,15 @@
 #include "embplan/presets.hpp"
 
 // data and formats
+#include "embplan/data/features.hpp"
 #include "embplan/data/pool_stats.hpp"
 #include "embplan/data/published_stats.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
+#include "embplan/data/trace.hpp"
+#include "embplan/data/trace_check.hpp"
 #include "embplan/io/json.hpp"
+#include "embplan/io/npy.hpp"
 #include "embplan/io/safetensors.hpp"
 #include "embplan/io/torchrec.hpp"
 #include "embplan/io/trace.hpp"
@@ -61,6 +65,7 @@
 #include "embplan/nn/mlp.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/normalizer.hpp"
+#include "embplan/nn/packed_compute_cost_net.hpp"
 #include "embplan/nn/paper_models.hpp"
 #include "embplan/nn/serialize.hpp"
 #include "embplan/nn/set_reduce.hpp"

@@ -1,0 +1,323 @@
+#pragma once
+// An inference snapshot of NeuroShard's compute-cost network (compute_cost_net,
+// MLSys'23 §3.2, Fig. 5 left) for the planner's inner loop, which prices one
+// device at a time (NeuroShard Alg. 2 calls the model for every candidate
+// placement). compute_cost_net runs on Eigen's general GEMM, whose blocking is
+// made for large matrices: at 10 tables it spends most of its time in packing
+// and dispatch (11-16 µs per device without -march). This snapshot copies the
+// weights once into the layout of a hand-written micro-kernel (transposed,
+// zero-padded to 32 floats, cache-line aligned; detail/packed_layers.hpp),
+// fuses the per-device sum into the last table layer, and runs AVX-512 or
+// AVX2+FMA code chosen at run time, so the default build (no -march) gets the
+// wide kernels too (~1-2 µs per 10-table device).
+//
+// Immutable after construction: operator() is const, allocates nothing for
+// layers up to a few hundred wide (its scratch is on the stack) and may be
+// called from many threads. Results equal compute_cost_net's up to float
+// summation order (the normaliser multiplies by 1/std instead of dividing).
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "embplan/core/error.hpp"
+#include "embplan/nn/compute_cost_net.hpp"
+#include "embplan/nn/detail/packed_kernels_x86.hpp"
+#include "embplan/nn/detail/packed_layers.hpp"
+#include "embplan/nn/tensor.hpp"
+
+namespace embplan::nn {
+
+// Which kernel a packed network runs. automatic: the widest the CPU supports.
+enum class simd_kernel : std::uint8_t { automatic, scalar, avx2, avx512 };
+
+constexpr std::string_view to_string(simd_kernel k) noexcept {
+  switch (k) {
+    case simd_kernel::automatic:
+      return "automatic";
+    case simd_kernel::scalar:
+      return "scalar";
+    case simd_kernel::avx2:
+      return "avx2";
+    case simd_kernel::avx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+// Whether this build and this CPU can run k (automatic and scalar always can).
+inline bool simd_kernel_supported(simd_kernel k) noexcept {
+  switch (k) {
+    case simd_kernel::automatic:
+    case simd_kernel::scalar:
+      return true;
+#ifdef EMBPLAN_NN_X86_KERNELS
+    case simd_kernel::avx2:
+      return detail::cpu_has_avx2();
+    case simd_kernel::avx512:
+      return detail::cpu_has_avx512();
+#else
+    case simd_kernel::avx2:
+    case simd_kernel::avx512:
+      return false;
+#endif
+  }
+  return false;
+}
+
+namespace detail {
+
+// The kernel to run for a request, given what the CPU can do: automatic takes
+// the widest; an explicit request the CPU cannot run, or no kernel at all, throws.
+inline simd_kernel resolve_simd_kernel(simd_kernel requested, bool has_avx2, bool has_avx512) {
+  if (requested == simd_kernel::automatic) {
+    if (has_avx512) return simd_kernel::avx512;
+    if (has_avx2) return simd_kernel::avx2;
+    return simd_kernel::scalar;
+  }
+  const std::string_view name = to_string(requested);
+  if (name == "unknown") {
+    embplan::detail::fail("packed_compute_cost_net.kernel", static_cast<int>(requested),
+                          "automatic, scalar, avx2 or avx512");
+  }
+  if ((requested == simd_kernel::avx2 && !has_avx2) ||
+      (requested == simd_kernel::avx512 && !has_avx512)) {
+    std::string supported = "a kernel this CPU and build support (scalar";
+    if (has_avx2) supported += ", avx2";
+    if (has_avx512) supported += ", avx512";
+    embplan::detail::fail("packed_compute_cost_net.kernel", name, supported + ")");
+  }
+  return requested;
+}
+
+}  // namespace detail
+
+class packed_compute_cost_net {
+ public:
+  // Copies and repacks net's weights and normaliser; later changes to net do
+  // not reach the snapshot. kernel: the path to run; one this CPU (or this
+  // compiler) cannot run throws, naming it.
+  explicit packed_compute_cost_net(const compute_cost_net& net,
+                                   simd_kernel kernel = simd_kernel::automatic)
+      : kernel_(detail::resolve_simd_kernel(kernel, simd_kernel_supported(simd_kernel::avx2),
+                                            simd_kernel_supported(simd_kernel::avx512))) {
+    validate(net);
+    pack(net);
+  }
+
+  // One device: raw features [tables, F] of its tables -> predicted cost, as
+  // compute_cost_net::operator() (an empty device costs the head at a zero sum).
+  float operator()(const Eigen::Ref<const matrix>& features) const {
+    detail::require_cols(features, table_features(), "packed_compute_cost_net.features",
+                         "the network's table feature count");
+    const auto rows = static_cast<std::size_t>(features.rows());
+    const auto stride = static_cast<std::size_t>(features.outerStride());
+    alignas(64) float stack[stack_floats];
+    std::vector<float> heap;
+    float* scratch = stack;
+    if (scratch_floats_ > stack_floats) {
+      heap.resize(scratch_floats_);
+      scratch = heap.data();
+    }
+    switch (kernel_) {
+#ifdef EMBPLAN_NN_X86_KERNELS
+      case simd_kernel::avx512:
+        return run<detail::avx512_ops>(features.data(), stride, rows, scratch);
+      case simd_kernel::avx2:
+        return run<detail::avx2_ops>(features.data(), stride, rows, scratch);
+#endif
+      default:
+        return run<detail::scalar_ops>(features.data(), stride, rows, scratch);
+    }
+  }
+
+  // The kernel in use (never automatic).
+  simd_kernel kernel() const noexcept {
+    return kernel_;
+  }
+  Eigen::Index table_features() const noexcept {
+    return static_cast<Eigen::Index>(features_);
+  }
+  Eigen::Index latent_size() const noexcept {
+    return static_cast<Eigen::Index>(latent_);
+  }
+
+ private:
+  // Offsets into data_ of one hidden layer (see detail::layer_view).
+  struct layer_desc {
+    std::size_t w = 0, b = 0, k = 0, n_pad = 0;
+    bool relu = false;
+  };
+
+  // 32 KiB: NeuroShard's sizes (16 rows x 128 floats, twice) use 17 KiB of it.
+  static constexpr std::size_t stack_floats = 8192;
+  static constexpr std::size_t max_chunk_rows = 16;
+  static constexpr std::size_t min_chunk_rows = 4;  // below: heap scratch, full chunks
+
+  simd_kernel kernel_;
+  detail::packed_storage data_;
+  std::vector<layer_desc> table_layers_;  // t_hidden
+  std::vector<layer_desc> head_layers_;   // c_hidden but its last (1-output) layer
+  std::size_t features_ = 0, mean_ = 0, inv_std_ = 0;
+  std::size_t out_w_ = 0, out_k_pad_ = 0;
+  float out_b_ = 0.0f;
+  bool out_relu_ = false;
+  std::size_t latent_ = 0, latent_pad_ = 0;
+  std::size_t width_ = 0;       // row stride of the table scratch: widest table-side row
+  std::size_t head_width_ = 0;  // widest head-side vector
+  std::size_t chunk_rows_ = max_chunk_rows;
+  std::size_t scratch_floats_ = 0;
+
+  // The shapes compute_cost_net builds; a hand-edited net that breaks them is
+  // refused here rather than read out of bounds later.
+  static void validate(const compute_cost_net& net) {
+    check_mlp(net.t_hidden, "packed_compute_cost_net.net.t_hidden");
+    check_mlp(net.c_hidden, "packed_compute_cost_net.net.c_hidden");
+    detail::require_shape(net.feature_norm.mean, 1, net.t_hidden.in_features(),
+                          "packed_compute_cost_net.net.feature_norm.mean",
+                          "one mean per table feature");
+    detail::require_shape(net.feature_norm.stddev, 1, net.t_hidden.in_features(),
+                          "packed_compute_cost_net.net.feature_norm.stddev",
+                          "one std per table feature");
+    if (net.c_hidden.in_features() != net.t_hidden.out_features()) {
+      embplan::detail::fail("packed_compute_cost_net.net.c_hidden.in_features",
+                            net.c_hidden.in_features(),
+                            "the latent size " + std::to_string(net.t_hidden.out_features()));
+    }
+    if (net.c_hidden.out_features() != 1) {
+      embplan::detail::fail("packed_compute_cost_net.net.c_hidden.out_features",
+                            net.c_hidden.out_features(), "1 (one cost per device)");
+    }
+  }
+
+  static void check_mlp(const mlp& m, const std::string& field) {
+    if (m.layers.empty()) embplan::detail::fail(field + ".layers", 0, "at least one layer");
+    for (std::size_t k = 0; k < m.layers.size(); ++k) {
+      const linear& l = m.layers[k];
+      const std::string name = embplan::detail::path(field + ".layers", k);
+      if (k > 0 && l.in_features() != m.layers[k - 1].out_features()) {
+        embplan::detail::fail(
+            name + ".in_features", l.in_features(),
+            "the previous layer's out_features " + std::to_string(m.layers[k - 1].out_features()));
+      }
+      detail::require_shape(l.bias, 1, l.out_features(), name + ".bias", "[1, out_features]");
+      detail::require_positive(l.in_features(), name + ".in_features");
+      detail::require_positive(l.out_features(), name + ".out_features");
+    }
+  }
+
+  // Appends n floats (zeros) to data_, aligned to a cache line; returns the offset.
+  std::size_t reserve(std::size_t n) {
+    const std::size_t at = detail::round_up(data_.size(), 16);
+    data_.resize(at + detail::round_up(n, 16), 0.0f);
+    return at;
+  }
+
+  // Weight [out, in] -> [in][out_pad], bias [1, out] -> [out_pad].
+  layer_desc pack_layer(const linear& l, bool relu) {
+    layer_desc d;
+    d.k = static_cast<std::size_t>(l.in_features());
+    const auto out = static_cast<std::size_t>(l.out_features());
+    d.n_pad = detail::round_up(out, detail::packed_width);
+    d.relu = relu;
+    d.w = reserve(d.k * d.n_pad);
+    d.b = reserve(d.n_pad);
+    for (std::size_t o = 0; o < out; ++o) {
+      for (std::size_t i = 0; i < d.k; ++i) {
+        data_[d.w + i * d.n_pad + o] =
+            l.weight(static_cast<Eigen::Index>(o), static_cast<Eigen::Index>(i));
+      }
+      data_[d.b + o] = l.bias(0, static_cast<Eigen::Index>(o));
+    }
+    return d;
+  }
+
+  static bool activated(const mlp& m, std::size_t k) {
+    return k + 1 < m.layers.size() || m.relu_after_last;
+  }
+
+  void pack(const compute_cost_net& net) {
+    features_ = static_cast<std::size_t>(net.t_hidden.in_features());
+    mean_ = reserve(features_);
+    inv_std_ = reserve(features_);
+    for (std::size_t f = 0; f < features_; ++f) {
+      const auto c = static_cast<Eigen::Index>(f);
+      const float sd = net.feature_norm.stddev(0, c);
+      data_[mean_ + f] = net.feature_norm.mean(0, c);
+      data_[inv_std_ + f] = sd == 0.0f ? 1.0f : 1.0f / sd;  // normalizer: std 0 divides by 1
+    }
+    width_ = detail::round_up(features_, detail::packed_width);
+    for (std::size_t k = 0; k < net.t_hidden.layers.size(); ++k) {
+      table_layers_.push_back(pack_layer(net.t_hidden.layers[k], activated(net.t_hidden, k)));
+      width_ = std::max(width_, table_layers_.back().n_pad);
+    }
+    latent_ = static_cast<std::size_t>(net.t_hidden.out_features());
+    latent_pad_ = table_layers_.back().n_pad;
+    head_width_ = latent_pad_;
+    const std::size_t last = net.c_hidden.layers.size() - 1;
+    for (std::size_t k = 0; k < last; ++k) {
+      head_layers_.push_back(pack_layer(net.c_hidden.layers[k], activated(net.c_hidden, k)));
+      head_width_ = std::max(head_width_, head_layers_.back().n_pad);
+    }
+    const linear& out = net.c_hidden.layers[last];
+    out_k_pad_ = detail::round_up(static_cast<std::size_t>(out.in_features()), 16);
+    out_w_ = reserve(out_k_pad_);
+    for (Eigen::Index i = 0; i < out.in_features(); ++i)
+      data_[out_w_ + static_cast<std::size_t>(i)] = out.weight(0, i);
+    out_b_ = out.bias(0, 0);
+    out_relu_ = activated(net.c_hidden, last);
+
+    // Scratch: two head vectors, two [chunk, width_] table buffers, one row of
+    // width_ (the scalar kernel's temporary). Fewer rows per chunk when wide
+    // layers would overflow the stack buffer; past that, the heap.
+    const std::size_t fixed = 2 * head_width_ + width_;
+    chunk_rows_ = max_chunk_rows;
+    if (fixed + 2 * chunk_rows_ * width_ > stack_floats) {
+      const std::size_t fit = fixed < stack_floats ? (stack_floats - fixed) / (2 * width_) : 0;
+      if (fit >= min_chunk_rows) chunk_rows_ = fit;
+    }
+    scratch_floats_ = fixed + 2 * chunk_rows_ * width_;
+  }
+
+  detail::layer_view view(const layer_desc& d) const noexcept {
+    return {data_.data() + d.w, data_.data() + d.b, d.k, d.n_pad, d.relu};
+  }
+
+  template <class Ops>
+  float run(const float* x, std::size_t x_stride, std::size_t rows, float* scratch) const {
+    float* sum = scratch;
+    float* head = sum + head_width_;
+    float* a = head + head_width_;
+    float* b = a + chunk_rows_ * width_;
+    float* tmp = b + chunk_rows_ * width_;
+    std::fill_n(sum, latent_pad_, 0.0f);
+    const detail::norm_view nv{data_.data() + mean_, data_.data() + inv_std_, features_};
+    for (std::size_t r0 = 0; r0 < rows; r0 += chunk_rows_) {
+      const std::size_t n = std::min(chunk_rows_, rows - r0);
+      Ops::normalize(x + r0 * x_stride, x_stride, n, nv, a, width_);
+      float* in = a;
+      float* out = b;
+      for (std::size_t l = 0; l + 1 < table_layers_.size(); ++l) {
+        Ops::layer(in, width_, n, view(table_layers_[l]), out, width_);
+        std::swap(in, out);
+      }
+      Ops::layer_sum(in, width_, n, view(table_layers_.back()), sum, tmp);
+    }
+    float* in = sum;
+    float* out = head;
+    for (const layer_desc& d : head_layers_) {
+      Ops::vecmat(in, view(d), out);
+      std::swap(in, out);
+    }
+    const float y = Ops::dot(in, data_.data() + out_w_, out_k_pad_) + out_b_;
+    return out_relu_ ? std::max(y, 0.0f) : y;
+  }
+};
+
+}  // namespace embplan::nn
