@@ -31,6 +31,13 @@
 
 namespace embplan::kernel {
 
+// kernel::detail (the kernels' internals) exists too; these keep `detail::fail`
+// below meaning embplan's error helpers whichever header opened it first.
+namespace detail {
+using embplan::detail::fail;
+using embplan::detail::path;
+}  // namespace detail
+
 enum class pooling_mode : std::uint8_t { sum, mean };
 
 // IEEE binary16 storage, bit-compatible with CUDA's __half (so a device buffer
