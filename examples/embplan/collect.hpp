@@ -1,0 +1,272 @@
+#pragma once
+// `embplan collect compute|comm`: NeuroShard's cost-data generation (§3.1,
+// Algorithms 3-5) measured with the CPU meter (compute) and, under mpirun with
+// two or more ranks, a real MPI_Alltoallv between the ranks (comm; one rank
+// per device). Without MPI — or with one rank — comm costs come from the
+// analytic model, and every record says which meter made it.
+//
+// Under `mpirun -np N`, compute samples are dealt round-robin to the ranks;
+// after each round rank 0 gathers the records and appends them to the file
+// (so an interrupted run loses at most one round). A rerun with the same
+// arguments skips the ids already on file.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "embplan/bench/collect.hpp"
+#include "embplan/bench/cpu_meter.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/data/synthetic_pool.hpp"
+#include "embplan/data/tasks.hpp"
+#include "embplan/io/json.hpp"
+
+#if defined(EMBPLAN_WITH_MPI)
+#include "embplan/bench/mpi/alltoall.hpp"  // first: it picks MPI's C API
+#endif
+
+namespace embplan_cli {
+
+// The MPI world when launched by mpirun, else a world of one. MPI is only
+// initialised under a launcher (a singleton MPI_Init would spawn a daemon).
+class world {
+ public:
+  world() {
+#if defined(EMBPLAN_WITH_MPI)
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
+        std::getenv("PMIX_RANK") != nullptr) {
+      int initialised = 0;
+      MPI_Initialized(&initialised);
+      if (initialised == 0) {
+        MPI_Init(nullptr, nullptr);
+        owns_ = true;
+      }
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+      MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    }
+#endif
+  }
+  world(const world&) = delete;
+  world& operator=(const world&) = delete;
+  ~world() {
+#if defined(EMBPLAN_WITH_MPI)
+    if (owns_) MPI_Finalize();
+#endif
+  }
+
+  int rank() const noexcept {
+    return rank_;
+  }
+  int size() const noexcept {
+    return size_;
+  }
+
+  void barrier() const {
+#if defined(EMBPLAN_WITH_MPI)
+    if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
+#endif
+  }
+
+  // Every rank's string, on rank 0 (others get an empty vector).
+  std::vector<std::string> gather(const std::string& mine) const {
+    if (size_ == 1) return {mine};
+#if defined(EMBPLAN_WITH_MPI)
+    const int length = static_cast<int>(mine.size());
+    std::vector<int> lengths(static_cast<std::size_t>(size_));
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<int> displs(static_cast<std::size_t>(size_), 0);
+    int total = 0;
+    for (std::size_t r = 0; r < lengths.size(); ++r) {
+      displs[r] = total;
+      total += lengths[r];
+    }
+    std::string all(static_cast<std::size_t>(rank_ == 0 ? total : 0), '\0');
+    MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), displs.data(), MPI_CHAR,
+                0, MPI_COMM_WORLD);
+    std::vector<std::string> out;
+    if (rank_ == 0) {
+      for (std::size_t r = 0; r < lengths.size(); ++r)
+        out.push_back(
+            all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lengths[r])));
+    }
+    return out;
+#else
+    return {mine};
+#endif
+  }
+
+  // An error on one rank would leave the others waiting in a collective.
+  [[noreturn]] void abort(int code) const {
+#if defined(EMBPLAN_WITH_MPI)
+    if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+    std::exit(code);
+  }
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  bool owns_ = false;
+};
+
+struct collect_args {
+  std::string kind;  // compute | comm
+  std::string out;
+  std::int64_t samples = 1000;
+  std::uint64_t seed = 0;
+  std::string pool;            // JSON; default: the synthetic pool, seed 0
+  std::string half = "whole";  // whole | train | test: which half of the pool to draw from
+  std::uint64_t split_seed = 0;
+  std::vector<std::int32_t> dims{4, 8, 16, 32, 64, 128};
+  std::int32_t min_tables = 1;
+  std::int32_t max_tables = 15;
+  std::int32_t devices = 0;  // comm: 0 = the MPI world's size (4 without MPI)
+  std::int32_t min_place = 10;
+  std::int32_t max_place = 60;
+  double max_start_ms = 20.0;
+  double memory_gib = 4.0;
+  std::int64_t batch_size = 4096;
+  std::int64_t max_weight_mib = 256;  // compute: weights materialised per sample
+  int warmup = embplan::bench::protocol_options{}.warmup;
+  int runs = embplan::bench::protocol_options{}.runs;
+  int drop = embplan::bench::protocol_options{}.drop;
+  bool quiet = false;
+};
+
+inline int run_collect(const collect_args& a, const world& w) {
+  namespace eb = embplan::bench;
+  if (a.kind != "compute" && a.kind != "comm") {
+    embplan::detail::fail("collect.kind", a.kind, "\"compute\" or \"comm\"");
+  }
+  if (a.out.empty()) embplan::detail::fail("collect.out", "\"\"", "an output path");
+  if (a.samples < 0) embplan::detail::fail("collect.samples", a.samples, "a count >= 0");
+  if (!(a.memory_gib > 0.0)) embplan::detail::fail("collect.memory_gib", a.memory_gib, "> 0");
+  const auto pool = a.pool.empty()
+                        ? embplan::data::synthetic_pool({.seed = 0})
+                        : embplan::io::pool_from_json(embplan::io::read_json_file(a.pool));
+  eb::collect_options o;
+  o.dims = a.dims;
+  o.min_tables = a.min_tables;
+  o.max_tables = a.max_tables;
+  o.devices = a.devices > 0 ? a.devices : (w.size() > 1 ? w.size() : 4);
+  o.min_place = a.min_place;
+  o.max_place = a.max_place;
+  o.max_start_ms = a.max_start_ms;
+  o.device_memory_bytes =
+      static_cast<std::uint64_t>(a.memory_gib * static_cast<double>(1ull << 30));
+  o.seed = a.seed;
+  eb::validate(o, pool.size());
+  const eb::protocol_options protocol{.warmup = a.warmup, .runs = a.runs, .drop = a.drop};
+  eb::validate(protocol);
+  if (a.batch_size < 1) embplan::detail::fail("collect.batch_size", a.batch_size, "a count >= 1");
+  if (a.max_weight_mib < 1) {
+    embplan::detail::fail("collect.max_weight_mib", a.max_weight_mib, "at least 1 MiB");
+  }
+  const bool mpi_comm = a.kind == "comm" && w.size() > 1;
+  if (mpi_comm && o.devices != w.size()) {
+    embplan::detail::fail(
+        "collect.devices", o.devices,
+        "the number of MPI ranks (" + std::to_string(w.size()) + "): one rank per device");
+  }
+#if !defined(EMBPLAN_WITH_MPI)
+  (void)mpi_comm;
+#endif
+  auto augmented = eb::augment(pool.size(), o.dims);
+  // DreamShard's disjoint halves (data/tasks.hpp): a model trained on one half
+  // is judged on tasks drawn from the other. Records keep whole-pool indices.
+  const auto half = embplan::data::parse_pool_half(a.half);
+  if (half == embplan::data::pool_half::train || half == embplan::data::pool_half::test) {
+    const auto [train, test] = embplan::data::detail::split_indices(pool.size(), a.split_seed);
+    const auto& keep = half == embplan::data::pool_half::train ? train : test;
+    std::erase_if(augmented, [&](const eb::augmented_table& x) {
+      return !std::binary_search(keep.begin(), keep.end(), x.table);
+    });
+  }
+
+  // Every rank reads what is on file before rank 0 appends to it.
+  const auto done = eb::recorded_ids(a.out);
+  w.barrier();
+  std::vector<std::int64_t> todo;
+  for (std::int64_t id = 0; id < a.samples; ++id)
+    if (!done.contains(id)) todo.push_back(id);
+
+  std::ofstream file;
+  if (w.rank() == 0) {
+    eb::truncate_torn_tail(a.out);
+    file.open(a.out, std::ios::app);
+    if (!file) embplan::detail::fail("collect.out", a.out, "a writable file");
+  }
+  const std::string meter = a.kind == "compute" ? "cpu" : (mpi_comm ? "mpi-alltoallv" : "analytic");
+  if (w.rank() == 0 && !a.quiet) {
+    std::cerr << "embplan collect " << a.kind << ": " << todo.size() << " samples to measure ("
+              << (a.samples - static_cast<std::int64_t>(todo.size())) << " already in " << a.out
+              << "), meter " << meter << ", " << w.size() << " rank(s)\n";
+  }
+  eb::progress_bar progress(static_cast<std::size_t>(a.samples), done.size(),
+                            w.rank() == 0 && !a.quiet ? stderr : nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t written = 0;
+  const auto append = [&](const std::vector<std::string>& lines) {
+    std::size_t n = 0;
+    for (const auto& line : lines) {
+      if (line.empty()) continue;
+      file << line << '\n';
+      ++n;
+    }
+    file.flush();
+    written += n;
+    progress.advance(n);
+  };
+
+  if (a.kind == "compute") {
+    const auto ranks = static_cast<std::size_t>(w.size());
+    eb::shard_meter shard_meter(
+        {.batch_size = a.batch_size,
+         .protocol = protocol,
+         .max_weight_bytes = static_cast<std::uint64_t>(a.max_weight_mib) << 20});
+    for (std::size_t round = 0; round * ranks < todo.size(); ++round) {
+      const std::size_t k = round * ranks + static_cast<std::size_t>(w.rank());
+      std::string line;
+      if (k < todo.size()) {
+        const auto sample = eb::make_compute_sample(augmented, o, todo[k]);
+        const auto specs = eb::sample_specs(pool, sample.tables);
+        const auto m = shard_meter.measure(
+            specs, embplan::derive_seed(a.seed, static_cast<std::uint64_t>(sample.id)));
+        line = eb::compute_record(sample, m, meter, a.batch_size).dump();
+      }
+      const auto lines = w.gather(line);
+      if (w.rank() == 0) append(lines);
+    }
+  } else {
+    for (const auto id : todo) {
+      const auto sample = eb::make_placement_sample(pool, augmented, o, id);
+      std::vector<embplan::comm_cost> costs;
+#if defined(EMBPLAN_WITH_MPI)
+      if (mpi_comm) {
+        costs = eb::mpi::measure_alltoall(
+            MPI_COMM_WORLD, sample.dim_sum, sample.start_ms,
+            {.batch_size = a.batch_size,
+             .protocol = {.warmup = a.warmup, .runs = a.runs, .drop = a.drop, .flush = false}});
+      } else {
+        costs = eb::analytic_comm(sample, a.batch_size);
+      }
+#else
+      costs = eb::analytic_comm(sample, a.batch_size);
+#endif
+      if (w.rank() == 0) append({eb::comm_record(sample, costs, meter, a.batch_size).dump()});
+    }
+  }
+  if (w.rank() == 0 && !a.quiet) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << "embplan collect " << a.kind << ": wrote " << written << " records to " << a.out
+              << " in " << s << " s\n";
+  }
+  return 0;
+}
+
+}  // namespace embplan_cli

@@ -1,0 +1,216 @@
+#pragma once
+// `embplan observe`: the papers' three observations about embedding cost,
+// measured on the CPU meter (they were made on GPUs with FBGEMM), after the
+// meter's own repeatability (0):
+//  (1) multi-table: is a fused multi-table cost below the sum of its
+//      single-table costs? (AutoShard §3.2, Fig. 4 right; NeuroShard §2.1
+//      Observation 2)
+//  (2) column halves: does each half of a column-split table cost more than
+//      half the original? (NeuroShard §2.1 Observation 1)
+//  (3) growth: cost against dimension, pooling factor and hash size, and as
+//      indices concentrate (AutoShard §3.1, Fig. 4 left and middle).
+// Every figure is forward + backward of one fused embedding bag under the
+// AutoShard protocol (bench/protocol.hpp), at the meter's batch size.
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "embplan/bench/collect.hpp"
+#include "embplan/bench/cpu_meter.hpp"
+#include "embplan/core/random.hpp"
+#include "embplan/data/synthetic_pool.hpp"
+#include "text_table.hpp"
+
+namespace embplan_cli {
+
+struct observe_args {
+  std::int64_t batch_size = 2048;
+  std::int32_t sets = 50;  // observation 1: random 10-table sets
+  std::int32_t tables_per_set = 10;
+  std::int32_t halves = 20;   // observation 2: random tables split at each dim
+  std::int32_t repeats = 10;  // observation 0: measurements of one shard
+  std::uint64_t seed = 0;
+  int warmup = 2;
+  int runs = 10;
+  int drop = 2;
+};
+
+namespace detail {
+
+inline embplan::table_spec synthetic_table(std::int64_t rows, std::int32_t dim, double pf,
+                                           std::size_t reuse_bin) {
+  embplan::table_spec t;
+  t.name = "synthetic";
+  t.rows = rows;
+  t.dim = dim;
+  t.pooling_factor = pf;
+  t.reuse_hist[reuse_bin] = 1.0;
+  return t;
+}
+
+}  // namespace detail
+
+inline int run_observe(const observe_args& a) {
+  namespace eb = embplan::bench;
+  if (a.sets < 1) embplan::detail::fail("observe.sets", a.sets, "a count >= 1");
+  if (a.tables_per_set < 2) {
+    embplan::detail::fail("observe.tables_per_set", a.tables_per_set, "a count >= 2");
+  }
+  if (a.repeats < 2) embplan::detail::fail("observe.repeats", a.repeats, "a count >= 2");
+  if (a.halves < 1) embplan::detail::fail("observe.halves", a.halves, "a count >= 1");
+  const eb::meter_options mo{
+      .batch_size = a.batch_size,
+      .seed = a.seed,
+      .protocol = {.warmup = a.warmup, .runs = a.runs, .drop = a.drop},
+      .max_weight_bytes = std::uint64_t{3} << 29,  // 1.5 GiB: 10M x 32 fp32 fits
+      .separate = false};
+  eb::shard_meter meter(mo);
+  const auto measure_total = [&](std::span<const embplan::table_spec> tables, std::uint64_t seed) {
+    return meter.measure(tables, seed).total.mean_ms;
+  };
+  const auto pool = embplan::data::synthetic_pool({.seed = 0});
+  embplan::rng gen(embplan::derive_seed(a.seed, 0x0b5e));
+  const std::vector<std::int32_t> dims{4, 8, 16, 32, 64, 128};
+  std::cout << "CPU meter, B = " << a.batch_size << " bags per table, forward + backward, "
+            << "protocol W=" << a.warmup << " B=" << a.runs << " K=" << a.drop << "\n\n";
+
+  // (0) repeatability: one 10-table shard measured `repeats` times.
+  {
+    std::vector<embplan::table_spec> shard;
+    for (const auto i : eb::detail::sample_distinct(gen, pool.size(), 10)) {
+      auto t = pool[i];
+      t.dim = 32;
+      shard.push_back(std::move(t));
+    }
+    std::vector<double> means;
+    double within = 0.0;
+    for (std::int32_t r = 0; r < a.repeats; ++r) {
+      const auto m = meter.measure(shard, a.seed);
+      means.push_back(m.total.mean_ms);
+      within += m.total.cv() / a.repeats;
+    }
+    const auto moments = eb::trimmed(means, 0);
+    std::cout << "(0) repeatability: one 10-table shard (dim 32) measured " << a.repeats
+              << " times: mean " << fixed(moments.mean_ms, 3) << " ms, coefficient of variation "
+              << fixed(100.0 * moments.cv(), 2)
+              << " % (runs within one measurement: " << fixed(100.0 * within, 2) << " %)\n\n";
+  }
+
+  // (1) fused vs sum of singles, over random sets of pool tables at random dims.
+  {
+    std::vector<double> ratios;
+    int below = 0;
+    for (std::int32_t s = 0; s < a.sets; ++s) {
+      std::vector<embplan::table_spec> set;
+      for (const auto i : eb::detail::sample_distinct(gen, pool.size(),
+                                                      static_cast<std::size_t>(a.tables_per_set))) {
+        auto t = pool[i];
+        t.dim = dims[static_cast<std::size_t>(gen.below(dims.size()))];
+        set.push_back(std::move(t));
+      }
+      // The same (capped) rows alone and fused, so only the fusion differs.
+      const auto rows = eb::detail::capped_rows(set, mo.max_weight_bytes);
+      for (std::size_t i = 0; i < set.size(); ++i)
+        set[i].rows = rows[i];
+      const auto seed = embplan::derive_seed(a.seed, static_cast<std::uint64_t>(s));
+      const double fused = measure_total(set, seed);
+      double sum = 0.0;
+      for (const auto& t : set)
+        sum += measure_total(std::span<const embplan::table_spec>(&t, 1), seed);
+      ratios.push_back(fused / sum);
+      below += fused < sum ? 1 : 0;
+    }
+    std::sort(ratios.begin(), ratios.end());
+    double mean = 0.0;
+    for (const auto r : ratios)
+      mean += r / static_cast<double>(ratios.size());
+    std::cout << "(1) multi-table cost vs sum of single-table costs (" << a.sets << " random "
+              << a.tables_per_set << "-table sets)\n"
+              << "    fused < sum in " << below << " of " << a.sets << " sets; fused / sum: mean "
+              << fixed(mean, 3) << ", min " << fixed(ratios.front(), 3) << ", median "
+              << fixed(ratios[ratios.size() / 2], 3) << ", max " << fixed(ratios.back(), 3)
+              << "\n\n";
+  }
+
+  // (2) each column half vs half the original, per split dimension.
+  {
+    text_table table({"split", "tables", "mean half/full", "halves > full/2"});
+    for (std::size_t k = 1; k < dims.size(); ++k) {
+      double sum = 0.0;
+      int above = 0;
+      for (std::int32_t i = 0; i < a.halves; ++i) {
+        auto t = pool[static_cast<std::size_t>(gen.below(pool.size()))];
+        while (t.pooling_factor <= 0.0)
+          t = pool[static_cast<std::size_t>(gen.below(pool.size()))];
+        const auto seed = embplan::derive_seed(a.seed, 1000 + static_cast<std::uint64_t>(i));
+        t.dim = dims[k];
+        const double full = measure_total(std::span<const embplan::table_spec>(&t, 1), seed);
+        t.dim = dims[k - 1];
+        const double half = measure_total(std::span<const embplan::table_spec>(&t, 1), seed);
+        sum += half / full;
+        above += half > full / 2.0 ? 1 : 0;
+      }
+      table.add({std::to_string(dims[k]) + " -> 2 x " + std::to_string(dims[k - 1]),
+                 std::to_string(a.halves), fixed(sum / a.halves, 3),
+                 std::to_string(above) + "/" + std::to_string(a.halves)});
+    }
+    std::cout << "(2) column halves: cost of one half / cost of the whole table\n";
+    table.print(std::cout);
+    std::cout << '\n';
+  }
+
+  // (3) growth with one factor varied around rows 1M, dim 32, pooling 20, all
+  // indices unique (bin 0).
+  {
+    const auto one = [&](const embplan::table_spec& t) {
+      return measure_total(std::span<const embplan::table_spec>(&t, 1), a.seed);
+    };
+    const auto row = [](text_table& tt, const std::string& label, double ms, double base) {
+      tt.add({label, fixed(ms, 3), fixed(ms / base, 2)});
+    };
+    std::cout << "(3) growth (rows 1,000,000, dim 32, pooling 20, unique indices, varying one)\n";
+    text_table by_dim({"dim", "ms", "x dim 4"});
+    double base = 0.0;
+    for (const auto d : dims) {
+      const double ms = one(detail::synthetic_table(1'000'000, d, 20.0, 0));
+      if (base == 0.0) base = ms;
+      row(by_dim, std::to_string(d), ms, base);
+    }
+    by_dim.print(std::cout);
+    text_table by_pf({"pooling", "ms", "x pooling 1"});
+    base = 0.0;
+    for (const double pf : {1.0, 5.0, 10.0, 20.0, 50.0, 100.0}) {
+      const double ms = one(detail::synthetic_table(1'000'000, 32, pf, 0));
+      if (base == 0.0) base = ms;
+      row(by_pf, fixed(pf, 0), ms, base);
+    }
+    by_pf.print(std::cout);
+    text_table by_rows({"rows", "ms", "x 1e3 rows"});
+    base = 0.0;
+    for (const std::int64_t rows : {1'000, 10'000, 100'000, 1'000'000, 10'000'000}) {
+      // few rows cannot hold unique indices: reuse follows from rows there
+      const double lookups = 20.0 * static_cast<double>(a.batch_size);
+      std::size_t bin = 0;
+      while (bin + 1 < embplan::reuse_bin_count &&
+             lookups / embplan::reuse_bin_middle(bin) > static_cast<double>(rows))
+        ++bin;
+      const double ms = one(detail::synthetic_table(rows, 32, 20.0, bin));
+      if (base == 0.0) base = ms;
+      row(by_rows, std::to_string(rows), ms, base);
+    }
+    by_rows.print(std::cout);
+    text_table by_reuse({"occurrences per unique index", "ms", "x unique"});
+    base = 0.0;
+    for (std::size_t bin = 0; bin <= 10; bin += 2) {
+      const double ms = one(detail::synthetic_table(1'000'000, 32, 20.0, bin));
+      if (base == 0.0) base = ms;
+      row(by_reuse, "~" + fixed(embplan::reuse_bin_middle(bin), 0), ms, base);
+    }
+    by_reuse.print(std::cout);
+  }
+  return 0;
+}
+
+}  // namespace embplan_cli

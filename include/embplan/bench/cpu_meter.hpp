@@ -1,0 +1,246 @@
+#pragma once
+// The CPU meter (DESIGN.md, "Measuring a planner"): a device's shard — any set
+// of tables and column/row pieces — runs as one fused TBE embedding bag
+// (kernel/embedding_bag.hpp) on index traces generated from the tables'
+// statistics (data/trace.hpp), timed under AutoShard's protocol
+// (bench/protocol.hpp): forward, backward (exact SGD) and forward + backward,
+// each measured separately.
+//
+// Where it differs from the papers' GPU meter, on purpose and said so:
+//  - batch: a CPU runs B = 65,536 bags of a 10-table shard in about a second,
+//    so the meter runs `batch_size` bags (4,096 by default) and scales the
+//    times by task batch / meter batch when it prices a plan (cpu_meter_cost);
+//    the raw times at the meter's batch are what collection records;
+//  - rows: a shard's weights are materialised, so tables are shrunk to fit
+//    `max_weight_bytes` (256 MiB by default; rows scaled by one common
+//    factor) — far beyond the last-level cache, so lookups still miss it, but
+//    hash size matters less than on a GPU, where a 12.5M-row table spreads
+//    over more pages (TLB reach); a shrunk table that has fewer rows than a
+//    batch touches reuses rows more often (data/trace.hpp caps them);
+//  - one thread: one device is one core, measured by itself.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "embplan/bench/protocol.hpp"
+#include "embplan/concepts/cost_model.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/random.hpp"
+#include "embplan/core/table_spec.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "embplan/data/trace.hpp"
+#include "embplan/kernel/embedding_bag.hpp"
+#include "embplan/kernel/tbe.hpp"
+
+namespace embplan::bench {
+
+struct meter_options {
+  std::int64_t batch_size = 4096;  // bags per table per run
+  std::uint64_t seed = 0;          // index traces
+  protocol_options protocol{};
+  kernel::pooling_mode pooling = kernel::pooling_mode::sum;
+  std::uint64_t max_weight_bytes = std::uint64_t{256} << 20;  // per shard
+  float learning_rate = 0.01f;
+  // Also time forward and backward each by themselves (AutoShard times the
+  // pair; NeuroShard's data needs the parts). Off: only `total` is measured.
+  bool separate = true;
+};
+
+inline void validate(const meter_options& o) {
+  if (o.batch_size < 1) embplan::detail::fail("meter.batch_size", o.batch_size, "a count >= 1");
+  if (o.max_weight_bytes < (std::uint64_t{1} << 20)) {
+    embplan::detail::fail("meter.max_weight_bytes", o.max_weight_bytes, "at least 1 MiB");
+  }
+  validate(o.protocol);
+}
+
+struct shard_measurement {
+  measurement forward;
+  measurement backward;
+  measurement total;               // forward + backward in one timed run
+                                   // (forward/backward stay empty unless
+                                   // meter_options::separate)
+  std::int64_t lookups = 0;        // indices per run, all tables
+  std::vector<std::int64_t> rows;  // rows materialised per table (after the cap)
+  std::uint64_t weight_bytes = 0;  // materialised
+};
+
+namespace detail {
+
+// Rows kept per table so the shard's weights fit `budget` bytes: one common
+// scale factor, never below 1 row, never above the table's own rows.
+inline std::vector<std::int64_t> capped_rows(std::span<const table_spec> tables,
+                                             std::uint64_t budget) {
+  double total = 0.0;
+  for (const auto& t : tables)
+    total += static_cast<double>(t.rows) * t.dim * static_cast<double>(dtype_bytes(t.weight_dtype));
+  const double scale =
+      total > static_cast<double>(budget) ? static_cast<double>(budget) / total : 1.0;
+  std::vector<std::int64_t> rows;
+  rows.reserve(tables.size());
+  for (const auto& t : tables) {
+    const auto r = static_cast<std::int64_t>(std::floor(static_cast<double>(t.rows) * scale));
+    rows.push_back(std::clamp<std::int64_t>(r, 1, t.rows));
+  }
+  return rows;
+}
+
+}  // namespace detail
+
+// Measures the tables of one device as one fused embedding bag. Each table is
+// run with its own rows (capped, see above), dim, pooling factor and reuse
+// histogram; fp32 or fp16 weights (all tables of a shard share one dtype).
+// A shard_meter keeps its buffers (weights, outputs, the cache-flush buffer,
+// the backward's workspace) from one measurement to the next, so a collection
+// run does not pay page faults for every sample. One per thread.
+class shard_meter {
+ public:
+  explicit shard_meter(const meter_options& o = {}) : options_(o) { validate(options_); }
+
+  const meter_options& options() const noexcept { return options_; }
+
+  // `seed` overrides options().seed for this measurement's index traces.
+  shard_measurement measure(std::span<const table_spec> tables) {
+    return measure(tables, options_.seed);
+  }
+  shard_measurement measure(std::span<const table_spec> tables, std::uint64_t seed) {
+    for (std::size_t i = 0; i < tables.size(); ++i) {
+      const std::string where = "shard.tables[" + std::to_string(i) + "]";
+      validate(tables[i], where);
+      if (tables[i].weight_dtype == dtype::int8) {
+        embplan::detail::fail(where + ".dtype", "int8", "fp32 or fp16 (the CPU meter's kernels)");
+      }
+      if (tables[i].weight_dtype != tables.front().weight_dtype) {
+        embplan::detail::fail(where + ".dtype", to_string(tables[i].weight_dtype),
+                              "the dtype of the shard's first table (" +
+                                  std::string(to_string(tables.front().weight_dtype)) + ")");
+      }
+    }
+    std::vector<table_spec> run_tables(tables.begin(), tables.end());
+    const auto rows = detail::capped_rows(tables, options_.max_weight_bytes);
+    std::vector<std::int32_t> dims;
+    for (std::size_t i = 0; i < run_tables.size(); ++i) {
+      run_tables[i].rows = rows[i];
+      dims.push_back(run_tables[i].dim);
+    }
+    const auto layout = kernel::make_tbe_layout(rows, dims);
+    const auto trace = data::generate_tbe_trace(
+        run_tables, data::trace_options{.batch_size = options_.batch_size, .seed = seed});
+    if (!tables.empty() && tables.front().weight_dtype == dtype::fp16) {
+      return run(layout, trace, weights_half_);
+    }
+    return run(layout, trace, weights_float_);
+  }
+
+ private:
+  template <class Weight>
+  shard_measurement run(const kernel::tbe_layout& layout, const data::tbe_trace& trace,
+                        kernel::cache_aligned_vector<Weight>& weights) {
+    const meter_options& o = options_;
+    // Zeros: the values do not change the timing (no denormals).
+    weights.assign(static_cast<std::size_t>(layout.total_weights()), Weight{});
+    const kernel::tbe_batch_view batch{
+        .batch_size = trace.batch_size, .indices = trace.indices, .offsets = trace.offsets};
+    kernel::validate(layout, batch);
+    const auto out_size = static_cast<std::size_t>(trace.batch_size * layout.total_dim());
+    output_.assign(out_size, 0.0f);
+    grad_.assign(out_size, 1e-3f);
+
+    const auto forward = [&] {
+      kernel::detail::forward_unchecked<Weight>(layout, weights, batch, o.pooling, output_);
+    };
+    const auto backward = [&] {
+      kernel::detail::backward_sgd_unchecked<Weight>(layout, weights, batch, o.pooling, grad_,
+                                                     o.learning_rate, workspace_);
+    };
+    const auto before = [&] {
+      if (o.protocol.flush) flush_();
+    };
+    steady_timer timer;
+    shard_measurement m;
+    if (o.separate) {
+      m.forward = embplan::bench::measure(timer, forward, before, o.protocol);
+      m.backward = embplan::bench::measure(timer, backward, before, o.protocol);
+    }
+    m.total = embplan::bench::measure(
+        timer,
+        [&] {
+          forward();
+          backward();
+        },
+        before, o.protocol);
+    m.lookups = static_cast<std::int64_t>(trace.indices.size());
+    m.rows = layout.rows;
+    m.weight_bytes = static_cast<std::uint64_t>(layout.total_weights()) * sizeof(Weight);
+    return m;
+  }
+
+  meter_options options_;
+  cache_flusher flush_;
+  kernel::cache_aligned_vector<float> weights_float_;
+  kernel::cache_aligned_vector<kernel::half> weights_half_;
+  std::vector<float> output_;
+  std::vector<float> grad_;
+  kernel::backward_workspace workspace_;
+};
+
+// One measurement with a meter of its own.
+inline shard_measurement measure_shard(std::span<const table_spec> tables,
+                                       const meter_options& o = {}) {
+  return shard_meter(o).measure(tables);
+}
+
+// The table a shard runs as: a column piece is the table with fewer columns
+// (NeuroShard's table augmentation makes that valid), a row piece holds its
+// share of the rows and — under uniform hashing — of the lookups.
+inline table_spec piece_spec(const task& t, const shard& s) {
+  table_spec spec = t.tables[s.table];
+  const auto all_rows = spec.rows;
+  spec.dim = static_cast<std::int32_t>(s.cols());
+  spec.rows = s.rows();
+  spec.pooling_factor *= static_cast<double>(s.rows()) / static_cast<double>(all_rows);
+  return spec;
+}
+
+// The measured meter as a cost model: compute is measured on this CPU (times
+// scaled from the meter's batch to the task's), communication comes from the
+// analytic model (say so wherever the figures are shown). Use it with
+// evaluate(task, plan, cpu_meter_cost{...}) to measure a plan, device by device.
+struct cpu_meter_cost {
+  meter_options options{};
+  analytic_cost comm_model{};
+
+  std::string_view name() const noexcept { return "cpu-meter"; }
+
+  compute_cost compute(const task& t, std::span<const shard> group, std::size_t /*device*/) const {
+    if (group.empty()) return {};
+    std::vector<table_spec> specs;
+    specs.reserve(group.size());
+    for (const auto& s : group)
+      specs.push_back(piece_spec(t, s));
+    meter_options o = options;
+    o.batch_size = std::min(options.batch_size, t.batch_size);
+    const auto m = measure_shard(specs, o);
+    const double scale = static_cast<double>(t.batch_size) / static_cast<double>(o.batch_size);
+    return compute_cost{.fwd_ms = m.forward.mean_ms * scale, .bwd_ms = m.backward.mean_ms * scale};
+  }
+
+  double shard_cost(const task& t, const shard& s) const {
+    const auto c = compute(t, std::span<const shard>(&s, 1), s.device);
+    return c.fwd_ms + c.bwd_ms;
+  }
+
+  void communication(const task& t, std::span<const std::int64_t> dim_sum,
+                     std::span<const double> start_ms, std::span<comm_cost> out) const {
+    comm_model.communication(t, dim_sum, start_ms, out);
+  }
+};
+static_assert(cost_model<cpu_meter_cost>);
+
+}  // namespace embplan::bench

@@ -1,0 +1,146 @@
+#include "embplan/bench/cpu_meter.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "embplan/core/topology.hpp"
+#include "embplan/cost/evaluate.hpp"
+
+namespace eb = embplan::bench;
+
+namespace {
+std::string message_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const embplan::error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+embplan::table_spec table(std::int64_t rows, std::int32_t dim, double pf) {
+  embplan::table_spec t;
+  t.name = "t" + std::to_string(rows);
+  t.rows = rows;
+  t.dim = dim;
+  t.pooling_factor = pf;
+  t.reuse_hist[0] = 0.5;
+  t.reuse_hist[2] = 0.5;
+  return t;
+}
+
+// Tiny and quick: the meter's mechanics, not its figures.
+const eb::meter_options quick{.batch_size = 64,
+                              .seed = 1,
+                              .protocol = {.warmup = 1, .runs = 3, .drop = 1, .flush = false},
+                              .max_weight_bytes = std::uint64_t{1} << 20};
+}  // namespace
+
+TEST_CASE("measure_shard: forward, backward and total measured; rows capped to the budget") {
+  const std::vector<embplan::table_spec> tables{table(5000, 16, 4.0), table(100000, 8, 2.0)};
+  const auto m = eb::measure_shard(tables, quick);
+  CHECK(m.forward.mean_ms > 0.0);
+  CHECK(m.backward.mean_ms > 0.0);
+  CHECK(m.total.mean_ms > 0.0);
+  CHECK(m.total.sorted_ms.size() == 3);
+  // 5000x16 + 100000x8 floats = 3.5 MB > 1 MiB: both tables scaled by one factor.
+  REQUIRE(m.rows.size() == 2);
+  CHECK(m.weight_bytes <= quick.max_weight_bytes);
+  CHECK(m.rows[0] < 5000);
+  CHECK(static_cast<double>(m.rows[1]) / static_cast<double>(m.rows[0]) ==
+        doctest::Approx(20.0).epsilon(0.01));
+  // Lookups: B x pooling factor per table.
+  CHECK(m.lookups == 64 * 4 + 64 * 2);
+
+  auto only_total = quick;
+  only_total.separate = false;
+  const auto t = eb::measure_shard(tables, only_total);
+  CHECK(t.total.mean_ms > 0.0);
+  CHECK(t.forward.sorted_ms.empty());
+
+  auto half_tables = tables;
+  for (auto& x : half_tables)
+    x.weight_dtype = embplan::dtype::fp16;
+  CHECK(eb::measure_shard(half_tables, quick).total.mean_ms > 0.0);
+}
+
+TEST_CASE("capped_rows keeps small shards whole") {
+  const std::vector<embplan::table_spec> tables{table(100, 4, 1.0), table(10, 4, 1.0)};
+  CHECK(eb::detail::capped_rows(tables, 1 << 20) == std::vector<std::int64_t>{100, 10});
+}
+
+TEST_CASE("measure_shard: bad input names the field and value") {
+  std::vector<embplan::table_spec> tables{table(100, 4, 1.0), table(100, 4, 1.0)};
+  tables[1].weight_dtype = embplan::dtype::int8;
+  auto msg = message_of([&] { (void)eb::measure_shard(tables, quick); });
+  CHECK(msg.find("shard.tables[1].dtype") != std::string::npos);
+  CHECK(msg.find("int8") != std::string::npos);
+  tables[1].weight_dtype = embplan::dtype::fp16;
+  msg = message_of([&] { (void)eb::measure_shard(tables, quick); });
+  CHECK(msg.find("shard.tables[1].dtype") != std::string::npos);
+  CHECK(msg.find("fp16") != std::string::npos);
+  tables[1].weight_dtype = embplan::dtype::fp32;
+  tables[0].dim = 0;
+  msg = message_of([&] { (void)eb::measure_shard(tables, quick); });
+  CHECK(msg.find("shard.tables[0].dim") != std::string::npos);
+  auto bad = quick;
+  bad.batch_size = 0;
+  msg = message_of([&] { (void)eb::measure_shard(tables, bad); });
+  CHECK(msg.find("meter.batch_size") != std::string::npos);
+  bad = quick;
+  bad.max_weight_bytes = 10;
+  msg = message_of([&] { (void)eb::measure_shard(tables, bad); });
+  CHECK(msg.find("meter.max_weight_bytes") != std::string::npos);
+  CHECK(msg.find("10") != std::string::npos);
+}
+
+TEST_CASE("cpu_meter_cost: a plan measured device by device, comm from the analytic model") {
+  embplan::task t;
+  t.tables = {table(2000, 16, 4.0), table(3000, 8, 8.0), table(1000, 32, 1.0)};
+  t.cluster = embplan::uniform_topology(2);
+  t.batch_size = 256;
+  embplan::plan p;
+  p.shards = {embplan::whole_table(t, 0, 0), embplan::whole_table(t, 1, 1)};
+  // table 2 split by columns over both devices
+  embplan::shard left = embplan::whole_table(t, 2, 0);
+  embplan::shard right = left;
+  left.col_end = 16;
+  right.col_begin = 16;
+  right.device = 1;
+  p.shards.push_back(left);
+  p.shards.push_back(right);
+  const eb::cpu_meter_cost meter{.options = quick};
+  const auto cost = embplan::evaluate(t, p, meter);
+  REQUIRE(cost.devices.size() == 2);
+  for (const auto& d : cost.devices) {
+    CHECK(d.fwd_compute_ms > 0.0);
+    CHECK(d.bwd_compute_ms > 0.0);
+    CHECK(d.bwd_comm_ms > 0.0);
+  }
+  const auto piece = eb::piece_spec(t, right);
+  CHECK(piece.dim == 16);
+  CHECK(piece.rows == 1000);
+  CHECK(meter.name() == "cpu-meter");
+  CHECK(meter.shard_cost(t, left) > 0.0);
+}
+
+TEST_CASE("shard_meter: one meter, many shards (buffers reused across sizes and dtypes)") {
+  eb::shard_meter meter(quick);
+  const std::vector<embplan::table_spec> small{table(300, 4, 1.0)};
+  const std::vector<embplan::table_spec> large{table(4000, 32, 3.0), table(2000, 12, 2.0)};
+  auto halves = large;
+  for (auto& t : halves)
+    t.weight_dtype = embplan::dtype::fp16;
+  const auto a = meter.measure(large);
+  const auto b = meter.measure(small);
+  const auto c = meter.measure(halves);
+  const auto d = meter.measure(large, 99);
+  CHECK(a.lookups == 64 * 3 + 64 * 2);
+  CHECK(b.lookups == 64);
+  CHECK(c.weight_bytes * 2 == a.weight_bytes);
+  CHECK(d.lookups == a.lookups);
+  for (const auto* m : {&a, &b, &c, &d})
+    CHECK(m->total.mean_ms > 0.0);
+}

@@ -1,0 +1,78 @@
+#include "embplan/bench/protocol.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+namespace eb = embplan::bench;
+
+namespace {
+std::string message_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const embplan::error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// A timer that replays given durations, one per stop.
+struct scripted_timer {
+  std::vector<double> durations;
+  std::size_t next = 0;
+  int starts = 0;
+  void start() { ++starts; }
+  double stop_ms() { return durations.at(next++); }
+};
+static_assert(eb::timer<scripted_timer>);
+}  // namespace
+
+TEST_CASE("trimmed: drops the K highest and lowest, then mean and sample stddev") {
+  const auto m = eb::trimmed({9.0, 1.0, 5.0, 4.0, 100.0, 6.0, 0.5}, 2);
+  // sorted: 0.5 1 4 5 6 9 100 -> kept 4 5 6
+  CHECK(m.mean_ms == doctest::Approx(5.0));
+  CHECK(m.stddev_ms == doctest::Approx(1.0));
+  CHECK(m.cv() == doctest::Approx(0.2));
+  CHECK(m.sorted_ms == std::vector<double>{0.5, 1, 4, 5, 6, 9, 100});
+  const auto none = eb::trimmed({2.0, 4.0}, 0);
+  CHECK(none.mean_ms == doctest::Approx(3.0));
+}
+
+TEST_CASE("measure: W warm-ups untimed, B timed runs, each after before_each") {
+  scripted_timer t{.durations = {10, 1, 2, 3, 50}};
+  int runs = 0;
+  int befores = 0;
+  const auto m = eb::measure(
+      t, [&] { ++runs; }, [&] { ++befores; },
+      eb::protocol_options{.warmup = 2, .runs = 5, .drop = 1});
+  CHECK(runs == 7);
+  CHECK(befores == 7);
+  CHECK(t.starts == 5);
+  CHECK(m.mean_ms == doctest::Approx(5.0));  // 2, 3, 10
+  CHECK(m.sorted_ms.size() == 5);
+}
+
+TEST_CASE("protocol options: bad values name the field") {
+  auto msg = message_of([] { eb::validate(eb::protocol_options{.runs = 0}); });
+  CHECK(msg.find("protocol.runs") != std::string::npos);
+  msg = message_of([] { eb::validate(eb::protocol_options{.runs = 4, .drop = 2}); });
+  CHECK(msg.find("protocol.drop") != std::string::npos);
+  CHECK(msg.find("2") != std::string::npos);
+  msg = message_of([] { eb::validate(eb::protocol_options{.warmup = -1}); });
+  CHECK(msg.find("protocol.warmup") != std::string::npos);
+  CHECK(msg.find("-1") != std::string::npos);
+}
+
+TEST_CASE("steady_timer and cache_flusher") {
+  eb::steady_timer t;
+  t.start();
+  CHECK(t.stop_ms() >= 0.0);
+  eb::cache_flusher small(1 << 16);
+  CHECK(small.bytes() == (1u << 16));
+  small();
+  eb::cache_flusher automatic;
+  // Larger than the last-level cache (twice it), and at least 64 MiB.
+  CHECK(automatic.bytes() >= (64u << 20));
+  CHECK(automatic.bytes() >= 2 * eb::last_level_cache_bytes());
+}
