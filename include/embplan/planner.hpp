@@ -29,6 +29,8 @@ struct plan_result {
   double reward = 0.0;
   double sharding_ms = 0.0;  // wall time of the search
   std::uint64_t evaluations = 0;
+  std::uint64_t cache_lookups = 0;  // the searcher's cost cache, if it has one
+  std::uint64_t cache_hits = 0;
 };
 
 template <class CostModel, class Searcher, class Constraint, class Reward>
@@ -69,6 +71,8 @@ class planner {
     plan_result out;
     out.sharding_ms = std::chrono::duration<double, std::milli>(stop - start).count();
     out.evaluations = found.evaluations;
+    out.cache_lookups = found.cache_lookups;
+    out.cache_hits = found.cache_hits;
     out.ok = found.ok;
     out.failure = std::move(found.failure);
     out.placement = std::move(found.placement);

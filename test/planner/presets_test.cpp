@@ -27,13 +27,16 @@ embplan::task sample_task(std::uint64_t seed, std::size_t tables = 40) {
 
 TEST_CASE("preset names, in order") {
   const auto names = embplan::preset_names();
-  REQUIRE(names.size() == 6);
+  REQUIRE(names.size() == 9);
   CHECK(names[0] == "random");
   CHECK(names[1] == "size_greedy");
   CHECK(names[2] == "dim_greedy");
   CHECK(names[3] == "lookup_greedy");
   CHECK(names[4] == "size_lookup_greedy");
   CHECK(names[5] == "random_search");
+  CHECK(names[6] == "torchrec");
+  CHECK(names[7] == "neuroshard");
+  CHECK(names[8] == "neuroshard_ls");
 }
 
 TEST_CASE("every preset gives a valid plan, the same for the same seed") {

@@ -23,6 +23,10 @@ struct search_result {
   bool ok = false;
   std::string failure;            // when !ok: which table fits where not, and why
   std::uint64_t evaluations = 0;  // cost-model calls spent (for reports)
+  // Searchers with a device-cost cache (NeuroShard §3.3) count its use here;
+  // hit rate = cache_hits / cache_lookups. Both 0 for searchers without one.
+  std::uint64_t cache_lookups = 0;
+  std::uint64_t cache_hits = 0;
 };
 
 template <class S, class M, class C, class R>

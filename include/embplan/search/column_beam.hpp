@@ -1,0 +1,270 @@
+#pragma once
+// column_beam: NeuroShard's online search (§3.3, Alg. 1 with Alg. 2 inside).
+// The outer loop is a beam search over column-wise splits; each state's
+// table-wise plan is found by the greedy grid search (grid_greedy), and both
+// share one device-cost cache per search call (§3.3, "Implementation with
+// caching"):
+//   column_beam{.candidates = 10, .width = 3, .steps = 10, .grid = 11}
+// (N, K, L, M — the paper's defaults, §4 "Implementation details").
+//
+// A state is a list of pieces; a split halves one piece into two pieces of
+// half the columns (NeuroShard's column-wise sharding, §3.3), allowed only
+// while the halves stay multiples of 4 (FBGEMM TBE rows; dims in {4, ..., 128}).
+// Per step and per state of the beam (Alg. 1 lines 8-18):
+//   candidates = the top N splittable pieces by predicted single-piece compute
+//                cost ∪ the top N by bytes, duplicates removed (Alg. 1 line 9;
+//                pieces of one table with equal columns and rows are one
+//                candidate, as splitting either gives the same state);
+//   each candidate's split state is priced by the grid search; the cheapest
+//   plan seen anywhere is the answer (lines 14-17); the K cheapest distinct
+//   states of the step form the next beam (line 20).
+// Where Alg. 1 leaves things open, we choose:
+//   - the unsplit state is priced first and is the plan to beat, so the result
+//     is never worse than grid_greedy's table-wise plan;
+//   - a state whose grid search finds no plan (memory) ranks after every state
+//     with a plan, the one with the smaller largest piece first (it is the
+//     nearer to fitting), so a task that fits only after splits still gets them;
+//   - ties keep generation order (the beam's order, then candidates by cost,
+//     then by size); a state reached twice in one step is priced once.
+// A task with no plan in any state fails with the reason of the unsplit state
+// (which table fits where not, and why).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "embplan/concepts/constraint.hpp"
+#include "embplan/concepts/cost_model.hpp"
+#include "embplan/concepts/reward.hpp"
+#include "embplan/concepts/searcher.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/search/detail/cost_cache.hpp"
+#include "embplan/search/detail/grid_engine.hpp"
+
+namespace embplan {
+
+namespace search::detail {
+
+// Halves of a piece must stay multiples of this many columns.
+inline constexpr std::int32_t split_multiple = 4;
+
+inline bool splittable(const shard& s) noexcept {
+  return s.cols() % (2 * split_multiple) == 0 && s.cols() >= 2 * split_multiple;
+}
+
+struct beam_state {
+  std::vector<piece> pieces;  // sorted by (table, first column, first row)
+  multiset_key key;           // sum of the pieces' keys
+  grid_outcome result;
+  std::uint64_t largest_piece_bytes = 0;
+  std::size_t born = 0;  // generation order within its step
+};
+
+// (table, columns, rows) of every piece, sorted: equal for equal states.
+inline std::vector<std::tuple<std::uint32_t, std::int32_t, std::int64_t, std::int64_t>> signature(
+    const std::vector<piece>& pieces) {
+  std::vector<std::tuple<std::uint32_t, std::int32_t, std::int64_t, std::int64_t>> out;
+  out.reserve(pieces.size());
+  for (const auto& p : pieces)
+    out.emplace_back(p.s.table, p.s.cols(), p.s.row_begin, p.s.row_end);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// `parent` with piece `at` halved; pieces stay sorted.
+inline std::vector<piece> split_piece(const std::vector<piece>& parent, std::size_t at) {
+  std::vector<piece> out;
+  out.reserve(parent.size() + 1);
+  out.insert(out.end(), parent.begin(), parent.begin() + static_cast<std::ptrdiff_t>(at));
+  shard low = parent[at].s;
+  shard high = low;
+  low.col_end = low.col_begin + low.cols() / 2;
+  high.col_begin = low.col_end;
+  out.push_back(make_piece(low));
+  out.push_back(make_piece(high));
+  out.insert(out.end(), parent.begin() + static_cast<std::ptrdiff_t>(at) + 1, parent.end());
+  return out;
+}
+
+}  // namespace search::detail
+
+struct column_beam {
+  std::int32_t candidates = 10;  // N: top-N costly and top-N largest pieces per state
+  std::int32_t width = 3;        // K: states kept per step
+  std::int32_t steps = 10;       // L: split steps
+  std::int32_t grid = 11;        // M: max-device-dim bounds of the inner grid search
+
+  std::string_view name() const noexcept { return "column_beam"; }
+
+  void validate() const {
+    if (candidates <= 0)
+      detail::fail("column_beam.candidates", candidates, "a positive number of candidates (N)");
+    if (width <= 0) detail::fail("column_beam.width", width, "a positive beam width (K)");
+    if (steps <= 0) detail::fail("column_beam.steps", steps, "a positive number of steps (L)");
+    if (grid <= 0) detail::fail("column_beam.grid", grid, "a positive number of grid steps (M)");
+  }
+
+  template <cost_model CostModel, constraint Constraint, reward Reward>
+  search_result search(const task& t, const CostModel& model, const Constraint& rule, const Reward&,
+                       std::uint64_t) const {
+    using search::detail::beam_state;
+    using search::detail::piece;
+    validate();
+    search::detail::cost_cache cache;
+    search::detail::grid_engine<CostModel, Constraint> engine(t, model, rule, cache);
+
+    beam_state root;
+    root.pieces.reserve(t.tables.size());
+    for (std::size_t i = 0; i < t.tables.size(); ++i) {
+      root.pieces.push_back(search::detail::make_piece(whole_table(t, i, 0)));
+      root.key += root.pieces.back().key;
+    }
+    root.result = engine.run(root.pieces, grid, true);
+    root.largest_piece_bytes = largest_bytes(t, root.pieces);
+
+    std::vector<piece> best_pieces;
+    search::detail::grid_outcome best;
+    if (root.result.ok) {
+      best_pieces = root.pieces;
+      best = root.result;
+    }
+    const std::string root_failure = root.result.failure;
+
+    std::vector<beam_state> beam;
+    beam.push_back(std::move(root));
+    std::vector<beam_state> children;
+    std::vector<std::size_t> picks;
+    for (std::int32_t step = 0; step < steps; ++step) {
+      children.clear();
+      for (const auto& parent : beam) {
+        pick_candidates(t, engine, parent.pieces, picks);
+        for (const std::size_t at : picks) {
+          const auto& split = parent.pieces[at];
+          const auto key = parent.key - split.key + half_key(split, true) + half_key(split, false);
+          if (seen(children, key, parent.pieces, at)) continue;
+          beam_state child;
+          child.pieces = search::detail::split_piece(parent.pieces, at);
+          child.key = key;
+          child.born = children.size();
+          child.result = engine.run(child.pieces, grid, false);
+          child.largest_piece_bytes = largest_bytes(t, child.pieces);
+          if (child.result.ok && child.result.cost_ms < best.cost_ms) {
+            best = child.result;
+            best_pieces = child.pieces;
+          }
+          children.push_back(std::move(child));
+        }
+      }
+      if (children.empty()) break;  // nothing left to split
+      std::sort(children.begin(), children.end(), [](const beam_state& a, const beam_state& b) {
+        if (a.result.ok != b.result.ok) return a.result.ok;
+        if (a.result.ok) {
+          return std::tie(a.result.cost_ms, a.born) < std::tie(b.result.cost_ms, b.born);
+        }
+        return std::tie(a.largest_piece_bytes, a.born) < std::tie(b.largest_piece_bytes, b.born);
+      });
+      if (children.size() > static_cast<std::size_t>(width))
+        children.resize(static_cast<std::size_t>(width));
+      beam.swap(children);
+    }
+
+    search_result out;
+    out.cache_lookups = cache.lookups();
+    out.cache_hits = cache.hits();
+    out.evaluations = cache.misses() + engine.comm_calls();
+    if (!best.ok) {
+      out.failure = root_failure + "; no column-wise split of up to " + std::to_string(steps) +
+                    " halvings (beam search) found a plan either";
+      return out;
+    }
+    out.placement.shards.reserve(best_pieces.size());
+    for (std::size_t i = 0; i < best_pieces.size(); ++i) {
+      shard s = best_pieces[i].s;
+      s.device = best.device[i];
+      out.placement.shards.push_back(s);
+    }
+    out.ok = true;
+    return out;
+  }
+
+ private:
+  static std::uint64_t largest_bytes(const task& t, const std::vector<search::detail::piece>& ps) {
+    std::uint64_t out = 0;
+    for (const auto& p : ps)
+      out = std::max(out, shard_bytes(t, p.s));
+    return out;
+  }
+
+  static search::detail::multiset_key half_key(const search::detail::piece& p, bool low) {
+    shard s = p.s;
+    const std::int32_t mid = s.col_begin + s.cols() / 2;
+    (low ? s.col_end : s.col_begin) = mid;
+    return search::detail::piece_key(s);
+  }
+
+  // Is the state `pieces` with `at` split already among `children`?
+  static bool seen(const std::vector<search::detail::beam_state>& children,
+                   const search::detail::multiset_key& key,
+                   const std::vector<search::detail::piece>& pieces, std::size_t at) {
+    for (const auto& c : children) {
+      if (c.key != key) continue;
+      if (search::detail::signature(c.pieces) ==
+          search::detail::signature(search::detail::split_piece(pieces, at)))
+        return true;
+    }
+    return false;
+  }
+
+  // Alg. 1 line 9: the top N splittable pieces by single-piece cost, then the
+  // top N by bytes, each piece (up to equal columns and rows) once.
+  template <class Engine>
+  void pick_candidates(const task& t, Engine& engine, const std::vector<search::detail::piece>& ps,
+                       std::vector<std::size_t>& picks) const {
+    struct ranked {
+      double cost;
+      std::uint64_t bytes;
+      std::size_t index;
+    };
+    std::vector<ranked> pool;
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      if (!search::detail::splittable(ps[i].s)) continue;
+      pool.push_back(ranked{engine.single_ms(ps[i]), shard_bytes(t, ps[i].s), i});
+    }
+    picks.clear();
+    const auto take = [&](auto better) {
+      std::stable_sort(pool.begin(), pool.end(), better);
+      std::size_t taken = 0;
+      std::vector<search::detail::multiset_key> keys;
+      for (const auto& r : pool) {
+        if (taken == static_cast<std::size_t>(candidates)) break;
+        const auto& k = ps[r.index].key;
+        if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+        keys.push_back(k);
+        ++taken;
+        if (std::find(picks.begin(), picks.end(), r.index) == picks.end()) {
+          // An equal piece picked by the other ranking is the same candidate.
+          const bool twin = std::any_of(picks.begin(), picks.end(),
+                                        [&](std::size_t p) { return ps[p].key == k; });
+          if (!twin) picks.push_back(r.index);
+        }
+      }
+    };
+    take([](const ranked& a, const ranked& b) {
+      return std::tie(b.cost, b.bytes, a.index) < std::tie(a.cost, a.bytes, b.index);
+    });
+    take([](const ranked& a, const ranked& b) {
+      return std::tie(b.bytes, b.cost, a.index) < std::tie(a.bytes, a.cost, b.index);
+    });
+  }
+};
+static_assert(searcher<column_beam>);
+
+}  // namespace embplan

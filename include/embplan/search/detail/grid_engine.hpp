@@ -1,0 +1,419 @@
+#pragma once
+// The work of NeuroShard's greedy grid search (Alg. 2), over any list of
+// pieces (whole tables, or the column pieces of a beam-search state):
+//  - pieces sorted by their predicted single-piece compute cost, descending
+//    (Alg. 2 line 3); ties as in sorted_greedy: larger bytes, then the higher
+//    (table, first column) first;
+//  - for each max-device-dim bound of the grid (§3.3: from the mean device dim
+//    to 1.5 x it, in M steps; Alg. 2 line 7), each piece in turn to the device
+//    with the lowest predicted compute cost of what it holds so far, among
+//    those the constraint admits and whose device dim stays within the bound
+//    (lines 9-17); ties: less memory taken, then the lower index;
+//  - each complete plan priced as the simulator prices it (compute + backward
+//    comm + forward comm with start skew, max over devices), the cheapest kept
+//    (lines 18-19; Alg. 2 writes "computation cost" but §3.3 step 4 evaluates
+//    "the embedding cost with the cost models": we take the latter).
+// Device costs come from the per-search cache (cost_cache.hpp, Alg. 2 lines
+// 12-16).
+//
+// Two exact shortcuts, neither changes a result:
+//  - a bound is an integer (device dims are), so grid points with the same
+//    floor are run once;
+//  - bounds run in ascending order. At a step where the bound refuses a device
+//    that the constraint admits and that would have won, the step's critical
+//    bound is the device dim that device would need; a looser bound makes the
+//    same choices up to the first step whose critical bound it reaches. So the
+//    next bound's pass resumes at that step (its state rebuilt by replaying
+//    the recorded choices, without pricing each step); bounds below every
+//    critical bound of the trajectory repeat it and are skipped; and a
+//    trajectory with no such step is that of every looser bound, so the grid
+//    stops there.
+// When no bound of the grid yields a plan (a piece wider than 1.5 x the mean
+// device dim, or dims that do not pack), one more pass runs with no dim bound
+// (memory and the constraint only) — NeuroShard's code would return no plan;
+// the beam search then still compares it with its split states.
+//
+// Device choice is a linear scan over the devices' (cost, memory, index):
+// O(D) per step (a heap, as in search/greedy.hpp, churns when a tight bound
+// refuses most devices).
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "embplan/concepts/constraint.hpp"
+#include "embplan/concepts/cost_model.hpp"
+#include "embplan/core/checked.hpp"
+#include "embplan/core/costs.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/search/detail/cost_cache.hpp"
+#include "embplan/search/detail/infeasible.hpp"
+#include "embplan/search/detail/piecewise.hpp"
+#include "embplan/search/detail/plan_pricer.hpp"
+
+namespace embplan::search::detail {
+
+// NeuroShard §3.3: the grid of max-device-dim bounds spans [M_s, 1.5 M_s],
+// M_s = the mean device dim.
+inline constexpr double grid_from = 1.0;
+inline constexpr double grid_to = 1.5;
+inline constexpr std::int64_t no_dim_bound = std::numeric_limits<std::int64_t>::max();
+
+// One piece of a table to place: its shard (device ignored) and cache key.
+struct piece {
+  shard s;
+  multiset_key key;
+};
+
+inline piece make_piece(const shard& s) {
+  return piece{s, piece_key(s)};
+}
+
+// The integer bounds of an M-point grid over [from, to] x mean device dim,
+// ascending, without repeats.
+inline std::vector<std::int64_t> dim_bounds(std::int64_t total_cols, std::size_t devices,
+                                            std::int32_t grid) {
+  // floor(total / D x (1 + k / (2 (M - 1)))) in integers, so that grid points
+  // fall exactly where they should (1.05 x 100 is 105, not 104.99...).
+  static_assert(grid_from == 1.0 && grid_to == 1.5, "the integer form below assumes [1, 1.5]");
+  std::vector<std::int64_t> out;
+  const auto d = static_cast<std::int64_t>(devices);
+  const std::int64_t steps = grid > 1 ? grid - 1 : 1;
+  for (std::int64_t k = 0; k < grid; ++k) {
+    const std::int64_t b = total_cols * (2 * steps + k) / (2 * steps * d);
+    if (out.empty() || b != out.back()) out.push_back(b);
+  }
+  return out;
+}
+
+// The message for a piece that fits nowhere: whole tables get the searchers'
+// common message; a column piece names its table and columns.
+template <constraint Constraint>
+std::string no_device_for_piece(const task& t, const placement_state& st, const shard& s,
+                                const Constraint& rule, std::int64_t bound) {
+  const auto& spec = t.tables[s.table];
+  std::string rule_text = std::string(rule.describe());
+  if (bound != no_dim_bound) rule_text += " and device dim at most " + std::to_string(bound);
+  if (s.cols() == spec.dim && s.rows() == spec.rows && bound == no_dim_bound)
+    return no_device_for(t, st, s.table, rule);
+  std::string out = "table '" + spec.name + "' (index " + std::to_string(s.table) + "), columns [" +
+                    std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ") of " +
+                    std::to_string(spec.dim) + " (" + std::to_string(shard_bytes(t, s)) +
+                    " bytes), fits on no device under " + rule_text + "; free memory per device:";
+  const std::size_t devices = t.cluster.size();
+  for (std::size_t d = 0; d < devices && d < listed_devices; ++d) {
+    const std::uint64_t cap = t.cluster.devices[d].memory_bytes;
+    const std::uint64_t used = st.memory_bytes[d];
+    out += (d == 0 ? " " : ", ") + std::to_string(d) + ": " +
+           std::to_string(used < cap ? cap - used : 0) + " bytes";
+  }
+  if (devices > listed_devices) out += ", ...";
+  return out;
+}
+
+struct grid_outcome {
+  bool ok = false;
+  double cost_ms = std::numeric_limits<double>::infinity();
+  std::int64_t bound = 0;             // the max device dim of the best plan
+  std::vector<std::uint32_t> device;  // per input piece: its device in the best plan
+  std::string failure;                // when !ok and a message was asked for
+};
+
+template <cost_model CostModel, constraint Constraint>
+class grid_engine {
+ public:
+  grid_engine(const task& t, const CostModel& model, const Constraint& rule, cost_cache& cache)
+      : t_(t), model_(model), rule_(rule), cache_(cache), kinds_(t), price_(t, model, kinds_) {}
+
+  const device_kinds& kinds() const noexcept { return kinds_; }
+  std::uint64_t comm_calls() const noexcept { return pricer_.calls(); }
+
+  // Predicted compute cost of `p` alone on device 0 (NeuroShard's single-table
+  // cost, the sort key of Alg. 2 line 3 and the beam's "costly" ranking).
+  double single_ms(const piece& p) {
+    shard s = p.s;
+    s.device = 0;
+    return cache_
+        .get(kinds_.empty(0) + p.key,
+             [&] {
+               return price_(std::span<const shard>(&s, 1),
+                             std::span<const multiset_key>(&p.key, 1), 0);
+             })
+        .total_ms();
+  }
+
+  // Alg. 2 on `pieces`: the cheapest plan over the grid of `grid` bounds.
+  grid_outcome run(std::span<const piece> pieces, std::int32_t grid, bool want_message) {
+    const std::size_t n = pieces.size();
+    const std::size_t devices = t_.cluster.size();
+    grid_outcome out;
+    prepare_order(pieces);
+
+    std::int64_t total_cols = 0;
+    for (const auto& p : pieces)
+      total_cols += p.s.cols();
+    auto bounds = dim_bounds(total_cols, devices, grid);
+
+    device_at_.assign(n, 0);
+    prev_at_.assign(n, -1);
+    reset(empty_);
+    cur_ = empty_;
+    std::size_t from_step = 0;  // cur_ is the state before this step
+    binds_.clear();
+    std::string failure;
+    std::size_t bi = 0;
+    for (;;) {
+      const std::int64_t bound = bi < bounds.size() ? bounds[bi] : no_dim_bound;
+      from_ = cur_;
+      bool placed_all = true;
+      for (std::size_t step = from_step; step < n; ++step) {
+        std::int64_t critical = no_dim_bound;
+        const std::size_t chosen = choose_by_scan(step, bound, critical);
+        if (critical != no_dim_bound) binds_.push_back(bind{step, critical});
+        if (chosen == devices) {
+          placed_all = false;
+          if (want_message) {
+            // Name the dim bound only where it refused a device.
+            failure = no_device_for_piece(t_, cur_.st, order_shards_[step], rule_,
+                                          critical != no_dim_bound ? bound : no_dim_bound);
+          }
+          break;
+        }
+        place(step, chosen);
+      }
+      if (placed_all) {
+        const double cost = pricer_.max_ms(t_, model_, cur_.compute, cur_.st.dim_sum);
+        if (cost < out.cost_ms) {
+          out.ok = true;
+          out.cost_ms = cost;
+          out.bound = bound;
+          out.device.resize(n);
+          for (std::size_t k = 0; k < n; ++k)
+            out.device[order_[k]] = device_at_[k];
+        }
+      }
+      // A trajectory the bound never changed is that of every looser bound
+      // (the unbounded fallback included).
+      if (binds_.empty() || bi >= bounds.size()) break;
+      std::int64_t least = no_dim_bound;
+      for (const auto& b : binds_)
+        least = std::min(least, b.critical);
+      // Looser bounds below every critical bound repeat this trajectory.
+      ++bi;
+      while (bi < bounds.size() && bounds[bi] < least)
+        ++bi;
+      if (bi == bounds.size() && out.ok) break;  // the fallback only when nothing fit
+      const std::int64_t next = bi < bounds.size() ? bounds[bi] : no_dim_bound;
+      std::size_t r = 0;
+      while (binds_[r].critical > next)
+        ++r;
+      const std::size_t resume = binds_[r].step;
+      binds_.resize(r);
+      if (resume >= from_step) {
+        replay(from_, from_step, resume);
+      } else {
+        replay(empty_, 0, resume);
+      }
+      from_step = resume;
+    }
+    if (!out.ok) out.failure = std::move(failure);
+    return out;
+  }
+
+ private:
+  struct order_key {
+    double cost;
+    std::uint64_t bytes;
+    std::uint32_t table;
+    std::int32_t col_begin;
+    std::int64_t row_begin;
+    std::size_t index;
+  };
+
+  struct pass_state {
+    placement_state st;
+    std::vector<multiset_key> key;
+    std::vector<compute_cost> compute;
+    std::vector<double> load;        // compute[d].total_ms(), the greedy's device cost
+    std::vector<std::int64_t> head;  // last step placed on each device, -1 if none
+  };
+
+  // The admitted device with the smallest (cost, memory, index) within the
+  // bound; `devices` if none. `critical`: the smallest bound that would have
+  // let a device the bound refused, the constraint admits and whose key is
+  // below the chosen one's, win this step (no_dim_bound if there is none).
+  bool before(std::size_t a, std::size_t b) const noexcept {
+    const double la = cur_.load[a];
+    const double lb = cur_.load[b];
+    if (la != lb) return la < lb;
+    if (cur_.st.memory_bytes[a] != cur_.st.memory_bytes[b])
+      return cur_.st.memory_bytes[a] < cur_.st.memory_bytes[b];
+    return a < b;
+  }
+
+  // Smallest key among the devices within the bound, then the constraint on
+  // that one only; a refused device is set aside and the scan repeated.
+  std::size_t choose_by_scan(std::size_t step, std::int64_t bound, std::int64_t& critical) {
+    const std::size_t devices = t_.cluster.size();
+    shard s = order_shards_[step];
+    const std::int64_t room = bound - s.cols();
+    const std::int64_t* dim = cur_.st.dim_sum.data();
+    std::size_t chosen = devices;
+    set_aside_.clear();
+    for (;;) {
+      std::size_t best = devices;
+      for (std::size_t d = 0; d < devices; ++d) {
+        if (dim[d] > room) continue;
+        if (best == devices || before(d, best)) best = d;
+      }
+      if (best == devices) break;
+      s.device = static_cast<std::uint32_t>(best);
+      if (rule_.admits(t_, cur_.st, s)) {
+        chosen = best;
+        break;
+      }
+      // Rare (memory nearly full): exclude it by hiding it behind the bound.
+      set_aside_.push_back({best, cur_.st.dim_sum[best]});
+      cur_.st.dim_sum[best] = no_dim_bound;
+    }
+    for (const auto& [d, v] : set_aside_)
+      cur_.st.dim_sum[d] = v;
+    for (std::size_t d = 0; d < devices; ++d) {
+      const std::int64_t need = dim[d] + s.cols();
+      if (need <= bound || need >= critical) continue;
+      if (chosen != devices && !before(d, chosen)) continue;
+      s.device = static_cast<std::uint32_t>(d);
+      if (rule_.admits(t_, cur_.st, s)) critical = need;
+    }
+    return chosen;
+  }
+
+  // cur_ = the trajectory's state before step `to`, from `base`, the state
+  // before step `base_step`: the recorded choices applied again, each device
+  // priced once at the end (a cache hit: the trajectory priced it).
+  void replay(const pass_state& base, std::size_t base_step, std::size_t to) {
+    cur_ = base;
+    for (std::size_t step = base_step; step < to; ++step) {
+      const std::size_t d = device_at_[step];
+      cur_.st.memory_bytes[d] += order_bytes_[step];  // no overflow: it was placed before
+      cur_.st.dim_sum[d] += order_shards_[step].cols();
+      ++cur_.st.shard_count[d];
+      cur_.key[d] += order_keys_[step];
+      cur_.head[d] = static_cast<std::int64_t>(step);
+    }
+    const std::size_t devices = t_.cluster.size();
+    for (std::size_t d = 0; d < devices; ++d) {
+      if (cur_.key[d] == base.key[d]) continue;
+      cur_.compute[d] = cache_.get(cur_.key[d], [&] { return price_group(d); });
+      cur_.load[d] = cur_.compute[d].total_ms();
+    }
+  }
+
+  // The pieces on device d in cur_, in placement order, priced.
+  compute_cost price_group(std::size_t d) {
+    group_.clear();
+    group_keys_.clear();
+    for (std::int64_t k = cur_.head[d]; k >= 0; k = prev_at_[static_cast<std::size_t>(k)]) {
+      group_.push_back(order_shards_[static_cast<std::size_t>(k)]);
+      group_.back().device = static_cast<std::uint32_t>(d);
+      group_keys_.push_back(order_keys_[static_cast<std::size_t>(k)]);
+    }
+    std::reverse(group_.begin(), group_.end());
+    std::reverse(group_keys_.begin(), group_keys_.end());
+    return price_(std::span<const shard>(group_), std::span<const multiset_key>(group_keys_), d);
+  }
+
+  void prepare_order(std::span<const piece> pieces) {
+    const std::size_t n = pieces.size();
+    keys_.clear();
+    keys_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& s = pieces[i].s;
+      keys_.push_back(order_key{single_ms(pieces[i]), shard_bytes(t_, s), s.table, s.col_begin,
+                                s.row_begin, i});
+    }
+    // Descending by the whole tuple (sorted ascending, read from the end).
+    std::sort(keys_.begin(), keys_.end(), [](const order_key& a, const order_key& b) {
+      return std::tie(b.cost, b.bytes, b.table, b.col_begin, b.row_begin, b.index) <
+             std::tie(a.cost, a.bytes, a.table, a.col_begin, a.row_begin, a.index);
+    });
+    order_.resize(n);
+    order_shards_.resize(n);
+    order_keys_.resize(n);
+    order_bytes_.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      order_[k] = keys_[k].index;
+      order_bytes_[k] = keys_[k].bytes;
+      order_shards_[k] = pieces[keys_[k].index].s;
+      order_keys_[k] = pieces[keys_[k].index].key;
+    }
+  }
+
+  void reset(pass_state& ps) {
+    const std::size_t devices = t_.cluster.size();
+    ps.st = placement_state(devices);
+    ps.key.resize(devices);
+    ps.compute.resize(devices);
+    ps.load.resize(devices);
+    ps.head.assign(devices, -1);
+    for (std::size_t d = 0; d < devices; ++d) {
+      ps.key[d] = kinds_.empty(d);
+      ps.compute[d] =
+          cache_.get(ps.key[d], [&] { return model_.compute(t_, std::span<const shard>(), d); });
+      ps.load[d] = ps.compute[d].total_ms();
+    }
+  }
+
+  void place(std::size_t step, std::size_t d) {
+    // placement_state::place with the bytes computed once per piece.
+    cur_.st.memory_bytes[d] =
+        checked_add(cur_.st.memory_bytes[d], order_bytes_[step], "device memory");
+    cur_.st.dim_sum[d] += order_shards_[step].cols();
+    ++cur_.st.shard_count[d];
+    cur_.key[d] += order_keys_[step];
+    prev_at_[step] = cur_.head[d];
+    cur_.head[d] = static_cast<std::int64_t>(step);
+    device_at_[step] = static_cast<std::uint32_t>(d);
+    cur_.compute[d] = cache_.get(cur_.key[d], [&] { return price_group(d); });
+    cur_.load[d] = cur_.compute[d].total_ms();
+  }
+
+  const task& t_;
+  const CostModel& model_;
+  const Constraint& rule_;
+  cost_cache& cache_;
+  device_kinds kinds_;
+  group_pricer<CostModel> price_;
+  plan_pricer pricer_;
+
+  std::vector<std::size_t> order_;          // step -> input index
+  std::vector<shard> order_shards_;         // step -> shard
+  std::vector<multiset_key> order_keys_;    // step -> key
+  std::vector<std::uint64_t> order_bytes_;  // step -> shard_bytes
+  std::vector<std::uint32_t> device_at_;    // step -> device in the current pass
+  std::vector<std::int64_t> prev_at_;       // step -> previous step on the same device
+  struct bind {
+    std::size_t step;       // a step of the current trajectory where the bound bit
+    std::int64_t critical;  // the least bound that would change that step
+  };
+  pass_state cur_;
+  pass_state from_;   // the state the current pass started from
+  pass_state empty_;  // no piece placed
+  std::vector<bind> binds_;
+  std::vector<std::pair<std::size_t, std::int64_t>> set_aside_;
+  std::vector<shard> group_;
+  std::vector<multiset_key> group_keys_;
+  std::vector<order_key> keys_;
+};
+
+}  // namespace embplan::search::detail

@@ -1,0 +1,65 @@
+#pragma once
+// evaluate()'s arithmetic (cost/evaluate.hpp; NeuroShard's simulator, §3.3) on
+// per-device compute costs a search already holds: backward all-to-all from
+// the column sums, forward all-to-all with each device's start skew, plan cost
+// = max over devices. The same operations in the same order, so a searcher's
+// figure equals evaluate(task, plan, model).max_ms() to the last bit (tested);
+// the buffers are kept between calls, so pricing allocates nothing.
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "embplan/concepts/cost_model.hpp"
+#include "embplan/core/costs.hpp"
+#include "embplan/core/task.hpp"
+
+namespace embplan::search::detail {
+
+class plan_pricer {
+ public:
+  // The plan's cost; totals()[d] and starts()[d] (compute + backward comm) are
+  // then each device's figures.
+  template <cost_model CostModel>
+  double max_ms(const task& t, const CostModel& model, std::span<const compute_cost> compute,
+                std::span<const std::int64_t> dim_sum) {
+    const std::size_t devices = compute.size();
+    start_.assign(devices, 0.0);
+    bwd_comm_.resize(devices);
+    comm_.resize(devices);
+    totals_.resize(devices);
+    model.communication(t, dim_sum, std::span<const double>(start_), std::span<comm_cost>(comm_));
+    for (std::size_t d = 0; d < devices; ++d) {
+      bwd_comm_[d] = comm_[d].bwd_ms;
+      start_[d] = compute[d].fwd_ms + compute[d].bwd_ms + comm_[d].bwd_ms;
+    }
+    starts_ = start_;
+    const double earliest = devices ? *std::min_element(start_.begin(), start_.end()) : 0.0;
+    for (auto& s : start_)
+      s -= earliest;
+    model.communication(t, dim_sum, std::span<const double>(start_), std::span<comm_cost>(comm_));
+    calls_ += 2;
+    double worst = 0.0;
+    for (std::size_t d = 0; d < devices; ++d) {
+      // device_cost::total_ms()'s order of additions.
+      totals_[d] = compute[d].fwd_ms + compute[d].bwd_ms + comm_[d].fwd_ms + bwd_comm_[d];
+      worst = std::max(worst, totals_[d]);
+    }
+    return worst;
+  }
+
+  std::span<const double> totals() const noexcept { return totals_; }
+  std::span<const double> starts() const noexcept { return starts_; }
+  std::uint64_t calls() const noexcept { return calls_; }
+
+ private:
+  std::vector<double> start_;
+  std::vector<double> starts_;
+  std::vector<double> bwd_comm_;
+  std::vector<comm_cost> comm_;
+  std::vector<double> totals_;
+  std::uint64_t calls_ = 0;
+};
+
+}  // namespace embplan::search::detail

@@ -1,0 +1,93 @@
+#include "embplan/search/detail/cost_cache.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "embplan/cost/analytic.hpp"
+#include "embplan/search/detail/piecewise.hpp"
+
+#include "support/random_task.hpp"
+
+using embplan::search::detail::cost_cache;
+using embplan::search::detail::multiset_key;
+using embplan::search::detail::piece_key;
+
+TEST_CASE("multiset keys: order-free, count multiplicity, ignore which columns a piece holds") {
+  const auto t = embplan_test::random_task(1, {.tables = 4});
+  auto a = embplan::whole_table(t, 0, 0);
+  auto b = embplan::whole_table(t, 1, 0);
+  CHECK(piece_key(a) + piece_key(b) == piece_key(b) + piece_key(a));
+  CHECK(piece_key(a) + piece_key(a) != piece_key(a));
+  CHECK(piece_key(a) != piece_key(b));
+  auto low = a;
+  low.col_end = a.cols() / 2;
+  auto high = a;
+  high.col_begin = low.col_end;
+  CHECK(piece_key(low) == piece_key(high));  // same table, same width
+  CHECK(piece_key(low) != piece_key(a));
+  CHECK((piece_key(a) + piece_key(b)) - piece_key(a) == piece_key(b));
+}
+
+TEST_CASE("device kinds: equal hardware shares a kind, other hardware does not") {
+  auto t = embplan_test::random_task(2, {.tables = 2, .devices = 3});
+  t.cluster.devices[2].memory_bandwidth_gbps *= 2.0;
+  const embplan::search::detail::device_kinds kinds(t);
+  CHECK(kinds.kind_of[0] == kinds.kind_of[1]);
+  CHECK(kinds.kind_of[0] != kinds.kind_of[2]);
+  CHECK(kinds.empty(0) == kinds.empty(1));
+  CHECK(kinds.empty(0) != kinds.empty(2));
+}
+
+TEST_CASE("the cache returns the priced cost again, and counts hits and lookups") {
+  const auto t = embplan_test::random_task(3, {.tables = 20});
+  const embplan::analytic_cost model;
+  const embplan::search::detail::device_kinds kinds(t);
+  cost_cache cache(16);  // small: growth is exercised
+  int priced = 0;
+  std::vector<embplan::compute_cost> first;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<embplan::shard> group;
+    multiset_key key = kinds.empty(0);
+    for (std::size_t i = 0; i < 20; ++i) {
+      group.push_back(embplan::whole_table(t, i, 0));
+      key += piece_key(group.back());
+      const auto c = cache.get(key, [&] {
+        ++priced;
+        return model.compute(t, group, 0);
+      });
+      if (round == 0) {
+        first.push_back(c);
+      } else {
+        CHECK(c.fwd_ms == first[i].fwd_ms);
+        CHECK(c.bwd_ms == first[i].bwd_ms);
+      }
+    }
+  }
+  CHECK(priced == 20);
+  CHECK(cache.lookups() == 40);
+  CHECK(cache.hits() == 20);
+  CHECK(cache.size() == 20);
+}
+
+TEST_CASE("the analytic model's piecewise path is bitwise its compute()") {
+  const auto t = embplan_test::random_task(4, {.tables = 12, .devices = 2});
+  const embplan::analytic_cost model;
+  const embplan::search::detail::device_kinds kinds(t);
+  embplan::search::detail::group_pricer<embplan::analytic_cost> pricer(t, model, kinds);
+  std::vector<embplan::shard> group;
+  std::vector<multiset_key> keys;
+  for (std::size_t i = 0; i < 12; ++i) {
+    group.push_back(embplan::whole_table(t, i, 1));
+    if (i % 3 == 0) group.back().col_end = 4;  // a column piece
+    keys.push_back(piece_key(group.back()));
+    const auto fast = pricer(group, keys, 1);
+    const auto slow = model.compute(t, group, 1);
+    CHECK(fast.fwd_ms == slow.fwd_ms);
+    CHECK(fast.bwd_ms == slow.bwd_ms);
+  }
+  CHECK(pricer(std::span<const embplan::shard>(), std::span<const multiset_key>(), 0).fwd_ms ==
+        model.compute(t, std::span<const embplan::shard>(), 0).fwd_ms);
+}

@@ -1,0 +1,178 @@
+#include "embplan/search/grid_greedy.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "embplan/constraint/all_of.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "embplan/cost/evaluate.hpp"
+#include "embplan/reward/neg_max_cost.hpp"
+#include "embplan/search/detail/cost_cache.hpp"
+#include "embplan/search/detail/plan_pricer.hpp"
+
+#include "support/random_task.hpp"
+
+namespace {
+
+embplan::task sample_task(std::uint64_t seed, std::size_t tables, std::size_t devices,
+                          std::uint64_t memory = 512u << 20) {
+  return embplan_test::random_task(seed, {.tables = tables,
+                                          .devices = devices,
+                                          .device_memory_bytes = memory,
+                                          .max_rows = 200'000,
+                                          .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
+}
+
+// Alg. 2 without the engine's shortcuts: every bound of the grid from scratch,
+// device costs from model.compute, plans priced by evaluate().
+template <class Rule>
+double reference_grid(const embplan::task& t, const embplan::analytic_cost& model, const Rule& rule,
+                      std::int32_t grid) {
+  using namespace embplan;
+  const std::size_t n = t.tables.size();
+  const std::size_t devices = t.cluster.size();
+  struct key {
+    double cost;
+    std::uint64_t bytes;
+    std::uint32_t table;
+  };
+  std::vector<key> order;
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const shard s = whole_table(t, i, 0);
+    order.push_back(key{model.compute(t, std::span<const shard>(&s, 1), 0).total_ms(),
+                        shard_bytes(t, s), s.table});
+    total += s.cols();
+  }
+  std::sort(order.begin(), order.end(), [](const key& a, const key& b) {
+    return std::tie(b.cost, b.bytes, b.table) < std::tie(a.cost, a.bytes, a.table);
+  });
+  double best = std::numeric_limits<double>::infinity();
+  const auto pass = [&](std::int64_t bound) {
+    placement_state st(devices);
+    std::vector<std::vector<shard>> on(devices);
+    std::vector<double> load(devices, 0.0);
+    plan p;
+    for (const auto& k : order) {
+      std::size_t chosen = devices;
+      for (std::size_t d = 0; d < devices; ++d) {
+        const shard s = whole_table(t, k.table, d);
+        if (st.dim_sum[d] + s.cols() > bound || !rule.admits(t, st, s)) continue;
+        if (chosen == devices || std::tie(load[d], st.memory_bytes[d], d) <
+                                     std::tie(load[chosen], st.memory_bytes[chosen], chosen))
+          chosen = d;
+      }
+      if (chosen == devices) return;
+      const shard s = whole_table(t, k.table, chosen);
+      st.place(t, s);
+      on[chosen].push_back(s);
+      p.shards.push_back(s);
+      load[chosen] = model.compute(t, std::span<const shard>(on[chosen]), chosen).total_ms();
+    }
+    best = std::min(best, evaluate(t, p, model).max_ms());
+  };
+  for (const auto b : search::detail::dim_bounds(total, devices, grid))
+    pass(b);
+  if (!std::isfinite(best)) pass(search::detail::no_dim_bound);
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("dim bounds: M points from the mean device dim to 1.5 x it, integers, no repeats") {
+  using embplan::search::detail::dim_bounds;
+  CHECK(dim_bounds(400, 4, 11) ==
+        std::vector<std::int64_t>{100, 105, 110, 115, 120, 125, 130, 135, 140, 145, 150});
+  CHECK(dim_bounds(400, 4, 1) == std::vector<std::int64_t>{100});
+  CHECK(dim_bounds(8, 4, 11) == std::vector<std::int64_t>{2, 3});  // 2, 2.1, ... 3
+}
+
+TEST_CASE("grid greedy picks the cheapest bound, exactly as a from-scratch grid search") {
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  for (std::uint64_t seed = 0; seed < 12; ++seed) {
+    CAPTURE(seed);
+    const auto t = sample_task(seed, 10 + 5 * (seed % 6), seed % 2 ? 8 : 4);
+    const auto r = embplan::grid_greedy{}.search(t, model, rule, embplan::neg_max_cost_reward{}, 0);
+    const double expected = reference_grid(t, model, rule, 11);
+    REQUIRE(r.ok == std::isfinite(expected));
+    if (!r.ok) continue;
+    CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+    CHECK(embplan::evaluate(t, r.placement, model).max_ms() ==
+          doctest::Approx(expected).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("grid greedy respects the dim bound it reports and memory") {
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  using embplan::search::detail::piece;
+  for (std::uint64_t seed = 20; seed < 26; ++seed) {
+    const auto t = sample_task(seed, 30, 4);
+    embplan::search::detail::cost_cache cache;
+    embplan::search::detail::grid_engine<embplan::analytic_cost, embplan::default_constraint>
+        engine(t, model, rule, cache);
+    std::vector<piece> pieces;
+    for (std::size_t i = 0; i < t.tables.size(); ++i)
+      pieces.push_back(embplan::search::detail::make_piece(embplan::whole_table(t, i, 0)));
+    const auto out = engine.run(pieces, 11, false);
+    REQUIRE(out.ok);
+    std::vector<std::size_t> assignment(out.device.begin(), out.device.end());
+    const auto p = embplan::table_wise_plan(t, assignment);
+    const auto st = embplan::state_of(t, p);
+    for (std::size_t d = 0; d < 4; ++d) {
+      CHECK(st.dim_sum[d] <= out.bound);
+      CHECK(st.memory_bytes[d] <= t.cluster.devices[d].memory_bytes);
+    }
+    CHECK(out.cost_ms == doctest::Approx(embplan::evaluate(t, p, model).max_ms()).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("the plan pricer is evaluate()'s arithmetic") {
+  const embplan::analytic_cost model;
+  const auto t = sample_task(3, 25, 8);
+  const auto r = embplan::grid_greedy{}.search(t, model, embplan::default_constraint{},
+                                               embplan::neg_max_cost_reward{}, 0);
+  REQUIRE(r.ok);
+  const auto cost = embplan::evaluate(t, r.placement, model);
+  std::vector<embplan::compute_cost> compute;
+  for (const auto& d : cost.devices)
+    compute.push_back({d.fwd_compute_ms, d.bwd_compute_ms});
+  embplan::search::detail::plan_pricer pricer;
+  CHECK(pricer.max_ms(t, model, compute, cost.dim_sum) == cost.max_ms());
+  for (std::size_t d = 0; d < 8; ++d)
+    CHECK(pricer.totals()[d] == cost.devices[d].total_ms());
+}
+
+TEST_CASE("grid greedy: bad M, an infeasible task names the table, cache counted") {
+  const auto t = sample_task(4, 12, 4);
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  for (const std::int32_t m : {0, -3}) {
+    const std::string expected = "grid_greedy.grid' = " + std::to_string(m);
+    CHECK_THROWS_WITH_AS(embplan::grid_greedy{.grid = m}.search(t, model, rule, reward, 0),
+                         doctest::Contains(expected.c_str()), embplan::error);
+  }
+  auto huge = t;
+  huge.tables[5].name = "giant";
+  huge.tables[5].rows = 2'000'000'000;
+  const auto r = embplan::grid_greedy{}.search(huge, model, rule, reward, 0);
+  CHECK_FALSE(r.ok);
+  CHECK(r.failure.find("giant") != std::string::npos);
+  CHECK(r.failure.find("memory") != std::string::npos);
+
+  const auto ok = embplan::grid_greedy{}.search(t, model, rule, reward, 0);
+  REQUIRE(ok.ok);
+  CHECK(ok.cache_lookups > 0);
+  CHECK(ok.cache_hits > 0);
+  CHECK(ok.cache_hits < ok.cache_lookups);
+}
