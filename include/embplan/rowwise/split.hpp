@@ -1,0 +1,204 @@
+#pragma once
+// rowwise::split_oversized<Inner>: row-wise sharding as a plan option, for any
+// searcher. A table that no device admits whole (it is larger than any
+// device's memory) is split by rows instead of making the task infeasible —
+// the chapter's "shard the table by ID" (embedding-tables chapter §2), and
+// TorchRec's row-wise sharding, which none of the papers' learned planners
+// offers. Then the inner searcher places the remaining tables, unchanged.
+//
+// Per oversized table, largest first: the devices are taken in order of free
+// memory (most first) and S is the smallest count whose free memory holds the
+// table; its rows go to those S devices as contiguous ranges proportional to
+// the rows each can hold (ranges ascending by device index), so each ends up
+// filled to about the same share. Contiguous ranges are what a plan records
+// (shard row_begin/row_end); rowwise/partition.hpp's hash_partition is the
+// alternative for ID-correlated hotness, where the plan's ranges then count
+// hash buckets rather than raw IDs.
+// Optional hot rows (`hot_rows` = k > 0): rows [0, k) of each split table are
+// also stored, as declared replicas, on each of its other row-shard devices
+// so their reads can spread (§4). This assumes IDs ordered by popularity (row
+// 0 hottest, as after a frequency-sorted remap); room for them is reserved on
+// every chosen device.
+// The inner searcher then sees a task of the remaining tables whose device
+// capacities are reduced by what the row shards took. It does not see their
+// load (nor their columns, for a max-device-dim rule): the remaining tables
+// are balanced among themselves.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "embplan/concepts/constraint.hpp"
+#include "embplan/concepts/cost_model.hpp"
+#include "embplan/concepts/reward.hpp"
+#include "embplan/concepts/searcher.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/rowwise/partition.hpp"
+#include "embplan/search/detail/infeasible.hpp"
+
+namespace embplan::rowwise {
+
+namespace detail {
+
+inline std::uint64_t free_bytes(const task& t, const placement_state& st, std::size_t d) noexcept {
+  const std::uint64_t cap = t.cluster.devices[d].memory_bytes;
+  return st.memory_bytes[d] < cap ? cap - st.memory_bytes[d] : 0;
+}
+
+// Row shards (and hot-row replicas) of table `ti` over the fewest devices
+// that hold it and that `rule` admits; none if even all devices do not.
+template <constraint Constraint>
+std::optional<std::vector<shard>> split_by_rows(const task& t, const placement_state& st,
+                                                std::size_t ti, const Constraint& rule,
+                                                std::int64_t hot_rows) {
+  const auto& spec = t.tables[ti];
+  const std::size_t devices = t.cluster.size();
+  const auto dim = static_cast<std::uint64_t>(spec.dim);
+  const std::uint64_t row = block_bytes(1, dim, spec.weight_dtype, t.optimizer_state);
+  const std::int64_t hot = std::min(std::max<std::int64_t>(hot_rows, 0), spec.rows);
+  const std::uint64_t reserved = hot > 0 ? block_bytes(static_cast<std::uint64_t>(hot), dim,
+                                                       spec.weight_dtype, t.optimizer_state)
+                                         : 0;
+  std::vector<std::size_t> by_room(devices);
+  std::iota(by_room.begin(), by_room.end(), std::size_t{0});
+  std::stable_sort(by_room.begin(), by_room.end(), [&](std::size_t a, std::size_t b) {
+    return free_bytes(t, st, a) > free_bytes(t, st, b);
+  });
+  for (std::size_t count = 2; count <= devices; ++count) {
+    std::vector<std::size_t> chosen(by_room.begin(),
+                                    by_room.begin() + static_cast<std::ptrdiff_t>(count));
+    std::sort(chosen.begin(), chosen.end());
+    std::vector<std::uint64_t> cap_rows(count);
+    embplan::detail::uint128 total = 0;
+    for (std::size_t c = 0; c < count; ++c) {
+      const std::uint64_t room = free_bytes(t, st, chosen[c]);
+      cap_rows[c] = room > reserved ? (room - reserved) / row : 0;
+      total += cap_rows[c];
+    }
+    if (total < static_cast<embplan::detail::uint128>(spec.rows)) continue;
+    if (std::find(cap_rows.begin(), cap_rows.end(), std::uint64_t{0}) != cap_rows.end()) break;
+    const auto counts = proportional_row_counts(spec.rows, cap_rows);
+    std::vector<shard> out;
+    placement_state trial = st;
+    std::int64_t begin = 0;
+    for (std::size_t c = 0; c < count; ++c) {
+      if (counts[c] == 0) continue;
+      const shard s{static_cast<std::uint32_t>(ti),
+                    static_cast<std::uint32_t>(chosen[c]),
+                    0,
+                    spec.dim,
+                    begin,
+                    begin + counts[c],
+                    false};
+      begin += counts[c];
+      out.push_back(s);
+    }
+    if (hot > 0) {
+      const std::size_t pieces = out.size();
+      for (std::size_t c = 1; c < pieces; ++c)
+        out.push_back(
+            shard{static_cast<std::uint32_t>(ti), out[c].device, 0, spec.dim, 0, hot, true});
+    }
+    bool admitted = true;
+    for (const auto& s : out) {
+      if (!rule.admits(t, trial, s)) {
+        admitted = false;
+        break;
+      }
+      trial.place(t, s);
+    }
+    if (admitted) return out;
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+template <class Inner>
+struct split_oversized {
+  Inner inner{};
+  std::int64_t hot_rows = 0;  // rows [0, hot_rows) of a split table replicated (0: none)
+
+  std::string_view name() const noexcept { return "rowwise_split"; }
+
+  template <cost_model CostModel, constraint Constraint, reward Reward>
+  search_result search(const task& t, const CostModel& model, const Constraint& rule,
+                       const Reward& score, std::uint64_t seed) const {
+    const std::size_t devices = t.cluster.size();
+    const placement_state empty(devices);
+    std::vector<std::size_t> oversized;
+    std::vector<std::size_t> rest;
+    for (std::size_t i = 0; i < t.tables.size(); ++i) {
+      bool fits = false;
+      for (std::size_t d = 0; d < devices && !fits; ++d)
+        fits = rule.admits(t, empty, whole_table(t, i, d));
+      (fits ? rest : oversized).push_back(i);
+    }
+    if (oversized.empty()) return inner.search(t, model, rule, score, seed);
+
+    std::stable_sort(oversized.begin(), oversized.end(), [&](std::size_t a, std::size_t b) {
+      return table_bytes(t.tables[a], t.optimizer_state) >
+             table_bytes(t.tables[b], t.optimizer_state);
+    });
+    search_result out;
+    placement_state st(devices);
+    std::string split_names;
+    for (const std::size_t i : oversized) {
+      auto pieces = detail::split_by_rows(t, st, i, rule, hot_rows);
+      if (!pieces) {
+        std::uint64_t total_free = 0;
+        for (std::size_t d = 0; d < devices; ++d)
+          total_free += detail::free_bytes(t, st, d);
+        out.failure = search::detail::no_device_for(t, st, i, rule) +
+                      "; split by rows across all " + std::to_string(devices) +
+                      " devices it still does not fit (" + std::to_string(total_free) +
+                      " bytes free in all)";
+        return out;
+      }
+      for (const auto& s : *pieces) {
+        st.place(t, s);
+        out.placement.shards.push_back(s);
+      }
+      split_names += (split_names.empty() ? "'" : ", '") + t.tables[i].name + "'";
+    }
+    if (rest.empty()) {
+      out.ok = true;
+      return out;
+    }
+    // The remaining tables on what the row shards left free.
+    task sub;
+    sub.name = t.name;
+    sub.cluster = t.cluster;
+    sub.batch_size = t.batch_size;
+    sub.optimizer_state = t.optimizer_state;
+    for (std::size_t d = 0; d < devices; ++d)
+      sub.cluster.devices[d].memory_bytes = detail::free_bytes(t, st, d);
+    sub.tables.reserve(rest.size());
+    for (const std::size_t i : rest)
+      sub.tables.push_back(t.tables[i]);
+    search_result r = inner.search(sub, model, rule, score, seed);
+    out.evaluations = r.evaluations;
+    if (!r.ok) {
+      out.failure = "after splitting " + split_names +
+                    " by rows, the other tables do not fit (table indices below count only "
+                    "those): " +
+                    r.failure;
+      return out;
+    }
+    for (auto s : r.placement.shards) {
+      s.table = static_cast<std::uint32_t>(rest[s.table]);
+      out.placement.shards.push_back(s);
+    }
+    out.ok = true;
+    return out;
+  }
+};
+
+}  // namespace embplan::rowwise

@@ -1,0 +1,130 @@
+#include "embplan/rowwise/split.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "embplan/constraint/all_of.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/cost/heuristic.hpp"
+#include "embplan/io/json_plan.hpp"
+#include "embplan/io/torchrec.hpp"
+#include "embplan/presets.hpp"
+#include "embplan/reward/balance.hpp"
+#include "embplan/search/greedy.hpp"
+#include "embplan/search/random.hpp"
+
+#include "support/random_task.hpp"
+
+static_assert(embplan::searcher<embplan::rowwise::split_oversized<embplan::sorted_greedy>>);
+static_assert(embplan::searcher<embplan::rowwise::split_oversized<embplan::random_placement>>);
+
+namespace {
+
+// 8 devices of 4 GiB, 12 small tables and one of 2e9 rows x 4 fp16 (16 GB,
+// ~14.9 GiB): no device holds it, four do together.
+embplan::task huge_task() {
+  auto t = embplan_test::random_task(11, {.tables = 12, .devices = 8, .max_rows = 200'000});
+  embplan::table_spec big;
+  big.name = "user_ids";
+  big.rows = 2'000'000'000;
+  big.dim = 4;
+  big.pooling_factor = 1.0;
+  big.reuse_hist[0] = 1.0;
+  big.weight_dtype = embplan::dtype::fp16;
+  t.tables.insert(t.tables.begin() + 5, big);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a table larger than any device is split by rows; the plan is valid and fits") {
+  const auto t = huge_task();
+  const auto plain = embplan::run_preset("lookup_greedy", t);
+  CHECK_FALSE(plain.ok);
+  CHECK(plain.failure.find("table 'user_ids' (index 5") != std::string::npos);
+
+  const auto r = embplan::run_preset("rowwise_lookup_greedy", t);
+  REQUIRE(r.ok);
+  CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+  std::size_t row_shards = 0;
+  std::int64_t covered = 0;
+  for (const auto& s : r.placement.shards) {
+    if (s.table != 5) continue;
+    ++row_shards;
+    covered += s.rows();
+    CHECK(s.cols() == 4);
+    CHECK_FALSE(s.replica);
+  }
+  CHECK(row_shards == 4);  // the fewest 4 GiB devices that hold 14.9 GiB
+  CHECK(covered == 2'000'000'000);
+  // Same result as the typed preset, and deterministic.
+  const auto typed = embplan::rowwise_lookup_greedy_planner{}(t);
+  CHECK(typed.placement == r.placement);
+}
+
+TEST_CASE("row-wise plans round-trip through JSON and show row offsets in the TorchRec export") {
+  const auto t = huge_task();
+  const auto r = embplan::run_preset("rowwise_size_lookup_greedy", t);
+  REQUIRE(r.ok);
+  const auto j = embplan::io::to_json(r.placement, t);
+  CHECK(embplan::io::plan_from_json(j, t) == r.placement);
+  const auto tr = embplan::io::torchrec_sharding(t, r.placement);
+  const auto& entry = tr.at("user_ids");
+  CHECK(entry.at("sharding_type") == "row_wise");
+  const auto& shards = entry.at("sharding_spec").at("shards");
+  REQUIRE(shards.size() == 4);
+  std::int64_t next = 0;
+  for (const auto& s : shards) {
+    CHECK(s.at("shard_offsets")[0].get<std::int64_t>() == next);
+    CHECK(s.at("shard_offsets")[1] == 0);
+    CHECK(s.at("shard_sizes")[1] == 4);
+    next += s.at("shard_sizes")[0].get<std::int64_t>();
+  }
+  CHECK(next == 2'000'000'000);
+}
+
+TEST_CASE("hot rows are replicated on the other row-shard devices, memory counted") {
+  const auto t = huge_task();
+  const embplan::rowwise::split_oversized<embplan::sorted_greedy> search{.hot_rows = 1'000};
+  const auto r = search.search(t, embplan::lookup_cost{}, embplan::default_constraint{},
+                               embplan::balance_reward{}, 0);
+  REQUIRE(r.ok);
+  CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+  std::size_t replicas = 0;
+  for (const auto& s : r.placement.shards) {
+    if (!s.replica) continue;
+    ++replicas;
+    CHECK(s.table == 5);
+    CHECK(s.row_begin == 0);
+    CHECK(s.row_end == 1'000);
+  }
+  CHECK(replicas == 3);
+  const auto tr = embplan::io::torchrec_sharding(t, r.placement);
+  CHECK(tr.at("user_ids").at("replicas").size() == 3);
+}
+
+TEST_CASE("without an oversized table the inner searcher's plan is unchanged") {
+  const auto t = embplan_test::random_task(4, {.tables = 20});
+  for (const auto name : embplan::preset_names()) {
+    CAPTURE(name);
+    const auto base = embplan::run_preset(name, t, 3);
+    const auto rw = embplan::run_preset("rowwise_" + std::string(name), t, 3);
+    REQUIRE(base.ok);
+    REQUIRE(rw.ok);
+    CHECK(rw.placement == base.placement);
+  }
+}
+
+TEST_CASE("a table too big for all devices together still fails, naming it") {
+  auto t = huge_task();
+  t.tables[5].dim = 128;  // 512 GB
+  const auto r = embplan::run_preset("rowwise_lookup_greedy", t);
+  CHECK_FALSE(r.ok);
+  CHECK(r.failure.find("table 'user_ids' (index 5") != std::string::npos);
+  CHECK(r.failure.find("split by rows across all 8 devices") != std::string::npos);
+  CHECK_THROWS_WITH_AS((void)embplan::run_preset("rowwise_foo", t),
+                       doctest::Contains("field 'planner' = \"rowwise_foo\""), embplan::error);
+}
