@@ -1,0 +1,230 @@
+#pragma once
+// neural_cost: a cost model whose compute part is a trained NeuroShard
+// ComputeCostNet (nn::compute_cost_net: per-table MLP 128-32, sum over the
+// device's pieces, head 32-64-1; MLSys'23 §3.2) run through the packed
+// inference kernels (nn/packed_compute_cost_net.hpp), and whose communication
+// is the analytic all-to-all model (cost/analytic.hpp) — say so where figures
+// are shown.
+//
+// A model predicts forward + backward compute of the fused pieces at the
+// batch size it was measured at (`metadata.batch_size`); a task's batch scales
+// the prediction linearly, as the CPU meter's own scaling does. The split into
+// forward and backward uses the forward share of the training data.
+//
+// Files: safetensors with the net's state_dict (t_hidden.*, c_hidden.*,
+// feature_means, feature_stds) and string metadata (see save/load below), so
+// one file says what it is, how it was trained and on what meter.
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "embplan/concepts/cost_model.hpp"
+#include "embplan/core/costs.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "embplan/cost/features.hpp"
+#include "embplan/io/safetensors.hpp"
+#include "embplan/nn/compute_cost_net.hpp"
+#include "embplan/nn/packed_compute_cost_net.hpp"
+#include "embplan/nn/serialize.hpp"
+
+namespace embplan {
+
+struct neural_cost_metadata {
+  cost::feature_set features = cost::feature_set::embplan21;
+  std::string meter = "unknown";  // what measured the training data ("cpu", "cuda", ...)
+  std::int64_t batch_size = 0;    // bags per table the measurements ran
+  double forward_share = 0.5;     // forward / (forward + backward) in the training data
+  std::string trained_on;         // e.g. "synthetic pool seed 0, train half (split seed 0)"
+  std::map<std::string, std::string> extra;  // metrics and anything else, kept verbatim
+};
+
+class neural_cost {
+ public:
+  neural_cost() = default;
+  neural_cost(const nn::compute_cost_net& net, neural_cost_metadata meta, analytic_cost comm = {})
+      : state_(std::make_shared<const state>(net, std::move(meta))), comm_(comm) {
+    const auto& m = state_->meta;
+    if (net.table_features() != static_cast<Eigen::Index>(cost::feature_count(m.features))) {
+      embplan::detail::fail("neural_cost.features", cost::to_string(m.features),
+                            "a feature set of " + std::to_string(net.table_features()) +
+                                " features (the network's input size)");
+    }
+    if (m.batch_size < 1) {
+      embplan::detail::fail("neural_cost.batch_size", m.batch_size, "a positive batch size");
+    }
+    if (!(m.forward_share >= 0.0 && m.forward_share <= 1.0)) {
+      embplan::detail::fail("neural_cost.forward_share", m.forward_share, "a fraction in [0, 1]");
+    }
+  }
+
+  std::string_view name() const noexcept { return "neural"; }
+  const neural_cost_metadata& metadata() const { return require().meta; }
+  const nn::compute_cost_net& network() const { return require().net; }
+
+  compute_cost compute(const task& t, std::span<const shard> group, std::size_t /*device*/) const {
+    const state& s = require();
+    const auto f = static_cast<Eigen::Index>(cost::feature_count(s.meta.features));
+    nn::matrix x(static_cast<Eigen::Index>(group.size()), f);
+    std::vector<float> row(static_cast<std::size_t>(f));
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      cost::table_features(piece_table(t, group[i]), s.meta.features, row);
+      for (Eigen::Index c = 0; c < f; ++c)
+        x(static_cast<Eigen::Index>(i), c) = row[static_cast<std::size_t>(c)];
+    }
+    const double scale = static_cast<double>(t.batch_size) / static_cast<double>(s.meta.batch_size);
+    const double total = group.empty() ? 0.0 : static_cast<double>(s.packed(x)) * scale;
+    return compute_cost{.fwd_ms = total * s.meta.forward_share,
+                        .bwd_ms = total * (1.0 - s.meta.forward_share)};
+  }
+
+  double shard_cost(const task& t, const shard& s) const {
+    return compute(t, std::span<const shard>(&s, 1), s.device).total_ms();
+  }
+
+  void communication(const task& t, std::span<const std::int64_t> dim_sum,
+                     std::span<const double> start_ms, std::span<comm_cost> out) const {
+    comm_.communication(t, dim_sum, start_ms, out);
+  }
+
+  // The table a piece runs as (the CPU meter's rule, bench/cpu_meter.hpp).
+  static table_spec piece_table(const task& t, const shard& s) {
+    table_spec spec = t.tables[s.table];
+    const auto all_rows = spec.rows;
+    spec.dim = static_cast<std::int32_t>(s.cols());
+    spec.rows = s.rows();
+    spec.pooling_factor *= static_cast<double>(s.rows()) / static_cast<double>(all_rows);
+    return spec;
+  }
+
+  // ------------------------------------------------------------ files
+  void save(const std::filesystem::path& path) const {
+    const state& s = require();
+    std::map<std::string, std::string> meta = s.meta.extra;
+    meta["embplan.kind"] = "compute_cost_net";
+    meta["embplan.feature_set"] = std::string(cost::to_string(s.meta.features));
+    meta["embplan.meter"] = s.meta.meter;
+    meta["embplan.batch_size"] = std::to_string(s.meta.batch_size);
+    meta["embplan.forward_share"] = std::to_string(s.meta.forward_share);
+    meta["embplan.trained_on"] = s.meta.trained_on;
+    meta["embplan.table_mlp_sizes"] = sizes_text(s.net.t_hidden);
+    meta["embplan.pred_mlp_sizes"] = sizes_text(s.net.c_hidden);
+    nn::save_state_dict(path, s.net, std::move(meta));
+  }
+
+  static neural_cost load(const std::filesystem::path& path) {
+    const auto file = io::read_safetensors(path);
+    const auto get = [&](const std::string& key) -> std::string {
+      const auto it = file.metadata.find(key);
+      if (it == file.metadata.end()) {
+        embplan::detail::fail(path.string() + ": metadata." + key, "(missing)",
+                              "a neural_cost file written by neural_cost::save");
+      }
+      return it->second;
+    };
+    if (get("embplan.kind") != "compute_cost_net") {
+      embplan::detail::fail(path.string() + ": metadata.embplan.kind", get("embplan.kind"),
+                            "\"compute_cost_net\"");
+    }
+    neural_cost_metadata meta;
+    meta.features = cost::parse_feature_set(get("embplan.feature_set"),
+                                            path.string() + ": metadata.embplan.feature_set");
+    meta.meter = get("embplan.meter");
+    meta.batch_size = parse_number<std::int64_t>(get("embplan.batch_size"),
+                                                 path.string() + ": metadata.embplan.batch_size");
+    meta.forward_share = parse_number<double>(get("embplan.forward_share"),
+                                              path.string() + ": metadata.embplan.forward_share");
+    meta.trained_on = get("embplan.trained_on");
+    for (const auto& [k, v] : file.metadata)
+      if (k.rfind("embplan.", 0) != 0) meta.extra[k] = v;
+    nn::compute_cost_net_options o;
+    o.table_features = static_cast<Eigen::Index>(cost::feature_count(meta.features));
+    o.table_mlp_sizes = parse_sizes(get("embplan.table_mlp_sizes"), path, "table_mlp_sizes");
+    o.pred_mlp_sizes = parse_sizes(get("embplan.pred_mlp_sizes"), path, "pred_mlp_sizes");
+    // The table MLP's first size is the input (feature count); the head's last is 1.
+    if (o.table_mlp_sizes.size() < 2 || o.table_mlp_sizes.front() != o.table_features) {
+      embplan::detail::fail(
+          path.string() + ": metadata.embplan.table_mlp_sizes", get("embplan.table_mlp_sizes"),
+          "sizes starting at the feature count (" + std::to_string(o.table_features) + ")");
+    }
+    o.table_mlp_sizes.erase(o.table_mlp_sizes.begin());
+    if (o.pred_mlp_sizes.size() < 2 || o.pred_mlp_sizes.back() != 1) {
+      embplan::detail::fail(path.string() + ": metadata.embplan.pred_mlp_sizes",
+                            get("embplan.pred_mlp_sizes"), "sizes ending in 1 (one cost)");
+    }
+    o.pred_mlp_sizes.pop_back();
+    nn::compute_cost_net net(o);
+    nn::load_state_dict(net, file);
+    return neural_cost(net, std::move(meta));
+  }
+
+ private:
+  struct state {
+    state(const nn::compute_cost_net& n, neural_cost_metadata m)
+        : net(n), packed(n), meta(std::move(m)) {}
+    nn::compute_cost_net net;
+    nn::packed_compute_cost_net packed;
+    neural_cost_metadata meta;
+  };
+
+  const state& require() const {
+    if (!state_) {
+      embplan::detail::fail("neural_cost", "(empty)", "a model (construct or load one)");
+    }
+    return *state_;
+  }
+
+  static std::string sizes_text(const nn::mlp& m) {
+    std::string out = std::to_string(m.in_features());
+    for (const auto& layer : m.layers)
+      out += "," + std::to_string(layer.out_features());
+    return out;
+  }
+
+  template <class T>
+  static T parse_number(const std::string& text, const std::string& field) {
+    try {
+      std::size_t used = 0;
+      T v{};
+      if constexpr (std::is_same_v<T, double>) {
+        v = std::stod(text, &used);
+      } else {
+        v = static_cast<T>(std::stoll(text, &used));
+      }
+      if (used == text.size()) return v;
+    } catch (const std::exception&) {
+    }
+    embplan::detail::fail(field, text, "a number");
+  }
+
+  static std::vector<Eigen::Index> parse_sizes(const std::string& text,
+                                               const std::filesystem::path& path,
+                                               std::string_view key) {
+    std::vector<Eigen::Index> out;
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+      const auto end = std::min(text.find(',', begin), text.size());
+      out.push_back(
+          parse_number<Eigen::Index>(text.substr(begin, end - begin),
+                                     path.string() + ": metadata.embplan." + std::string(key)));
+      begin = end + 1;
+    }
+    return out;
+  }
+
+  std::shared_ptr<const state> state_;
+  analytic_cost comm_{};
+};
+static_assert(cost_model<neural_cost>);
+
+}  // namespace embplan

@@ -1,0 +1,289 @@
+#pragma once
+// Training the learned compute-cost model from collected cost data
+// (bench/collect.hpp records), as NeuroShard trains its ComputeCostNet
+// (MLSys'23 §3.2 and App. C): samples split 80/10/10 into train / validation
+// / test, features normalised with statistics of the training pieces, MSE,
+// Adam (lr 1e-3), mini-batches of 512 samples, and the epoch with the best
+// validation loss kept. Reports MSE, MAPE and R² on each split.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "embplan/core/error.hpp"
+#include "embplan/core/random.hpp"
+#include "embplan/core/table_spec.hpp"
+#include "embplan/cost/features.hpp"
+#include "embplan/nn/adam.hpp"
+#include "embplan/nn/compute_cost_net.hpp"
+#include "embplan/nn/minibatch.hpp"
+#include "embplan/nn/normalizer.hpp"
+
+namespace embplan::cost {
+
+// One compute record of `embplan collect compute` (README "Cost data").
+struct compute_record {
+  std::int64_t id = 0;
+  std::vector<std::size_t> tables;  // pool indices
+  std::vector<std::int32_t> dims;
+  double forward_ms = 0.0;
+  double backward_ms = 0.0;
+  double total_ms = 0.0;
+  std::int64_t batch_size = 0;
+  std::string meter;
+};
+
+inline std::vector<compute_record> read_compute_records(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) embplan::detail::fail("compute records", path.string(), "a readable file");
+  std::vector<compute_record> out;
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    const std::string where = path.string() + ":" + std::to_string(number);
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      embplan::detail::fail(where, line.substr(0, 60), "a JSON object (one record per line)");
+    }
+    compute_record r;
+    try {
+      r.id = j.at("id").get<std::int64_t>();
+      r.tables = j.at("tables").get<std::vector<std::size_t>>();
+      r.dims = j.at("dims").get<std::vector<std::int32_t>>();
+      r.forward_ms = j.at("forward_ms").get<double>();
+      r.backward_ms = j.at("backward_ms").get<double>();
+      r.total_ms = j.at("total_ms").get<double>();
+      r.batch_size = j.at("batch_size").get<std::int64_t>();
+      r.meter = j.at("meter").get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      embplan::detail::fail(where, line.substr(0, 60),
+                            std::string("a compute record (") + e.what() + ")");
+    }
+    if (r.tables.size() != r.dims.size() || r.tables.empty()) {
+      embplan::detail::fail(where + ".dims", r.dims.size(),
+                            "one dim per table (" + std::to_string(r.tables.size()) + ")");
+    }
+    if (!(r.total_ms > 0.0) || !std::isfinite(r.total_ms)) {
+      embplan::detail::fail(where + ".total_ms", r.total_ms, "a positive time");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+struct train_options {
+  feature_set features = feature_set::embplan21;
+  int epochs = 60;
+  std::size_t batch_size = 512;
+  float learning_rate = 1e-3f;
+  std::uint64_t seed = 0;
+  double train_fraction = 0.8;
+  double validation_fraction = 0.1;
+};
+
+struct regression_metrics {
+  std::size_t samples = 0;
+  double mse = 0.0;   // ms^2
+  double mape = 0.0;  // mean |prediction - y| / y
+  double r2 = 0.0;    // 1 - SS_res / SS_tot
+};
+
+struct train_report {
+  regression_metrics train, validation, test;
+  int best_epoch = 0;
+  std::vector<double> validation_mse;  // per epoch
+  double forward_share = 0.5;          // of the training data
+  std::int64_t batch_size = 0;         // of the measurements
+  std::string meter;
+};
+
+namespace detail {
+
+// The pieces (table, dim) the records use, as feature rows, and each record's
+// rows.
+struct piece_table {
+  nn::matrix features;
+  std::vector<std::vector<std::int64_t>> samples;
+};
+
+inline piece_table pieces_of(std::span<const compute_record> records,
+                             std::span<const table_spec> pool, feature_set f) {
+  std::map<std::pair<std::size_t, std::int32_t>, std::int64_t> row_of;
+  std::vector<std::pair<std::size_t, std::int32_t>> order;
+  piece_table out;
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    std::vector<std::int64_t> rows;
+    for (std::size_t i = 0; i < records[r].tables.size(); ++i) {
+      const auto t = records[r].tables[i];
+      if (t >= pool.size()) {
+        embplan::detail::fail(
+            "records[" + std::to_string(r) + "].tables[" + std::to_string(i) + "]", t,
+            "a table of the pool (below " + std::to_string(pool.size()) + ")");
+      }
+      const auto key = std::make_pair(t, records[r].dims[i]);
+      auto [it, fresh] = row_of.emplace(key, static_cast<std::int64_t>(order.size()));
+      if (fresh) order.push_back(key);
+      rows.push_back(it->second);
+    }
+    out.samples.push_back(std::move(rows));
+  }
+  const auto n = static_cast<Eigen::Index>(feature_count(f));
+  out.features.resize(static_cast<Eigen::Index>(order.size()), n);
+  std::vector<float> row(static_cast<std::size_t>(n));
+  for (std::size_t p = 0; p < order.size(); ++p) {
+    table_spec t = pool[order[p].first];
+    t.dim = order[p].second;
+    table_features(t, f, row);
+    for (Eigen::Index c = 0; c < n; ++c)
+      out.features(static_cast<Eigen::Index>(p), c) = row[static_cast<std::size_t>(c)];
+  }
+  return out;
+}
+
+inline regression_metrics metrics(const nn::compute_cost_net& net, const piece_table& pieces,
+                                  std::span<const float> costs,
+                                  std::span<const std::size_t> which) {
+  regression_metrics m;
+  m.samples = which.size();
+  if (which.empty()) return m;
+  nn::compute_cost_batch batch;
+  nn::gather_batch(pieces.features, pieces.samples, costs, which, batch);
+  nn::compute_cost_tape tape;
+  net.forward(batch.features, batch.group, batch.targets.rows(), tape);
+  double mean = 0.0;
+  for (Eigen::Index i = 0; i < batch.targets.rows(); ++i)
+    mean += batch.targets(i, 0) / static_cast<double>(which.size());
+  double ss_res = 0.0;
+  double ss_tot = 0.0;
+  for (Eigen::Index i = 0; i < batch.targets.rows(); ++i) {
+    const double y = batch.targets(i, 0);
+    const double p = tape.output()(i, 0);
+    ss_res += (p - y) * (p - y);
+    ss_tot += (y - mean) * (y - mean);
+    m.mape += std::abs(p - y) / y / static_cast<double>(which.size());
+  }
+  m.mse = ss_res / static_cast<double>(which.size());
+  m.r2 = ss_tot > 0.0 ? 1.0 - ss_res / ss_tot : 0.0;
+  return m;
+}
+
+}  // namespace detail
+
+// Trains a compute-cost net (NeuroShard's sizes: table MLP 128-32, head
+// 32-64-1) on `records` measured on tables of `pool`.
+inline std::pair<nn::compute_cost_net, train_report> train_compute_model(
+    std::span<const compute_record> records, std::span<const table_spec> pool,
+    const train_options& o = {}) {
+  if (records.size() < 10) {
+    embplan::detail::fail("train.records", records.size(), "at least 10 records");
+  }
+  if (o.epochs < 1) embplan::detail::fail("train.epochs", o.epochs, "a count >= 1");
+  if (o.batch_size < 1) embplan::detail::fail("train.batch_size", o.batch_size, "a count >= 1");
+  if (!(o.learning_rate > 0.0f)) {
+    embplan::detail::fail("train.learning_rate", o.learning_rate, "a positive rate");
+  }
+  if (!(o.train_fraction > 0.0 && o.validation_fraction > 0.0 &&
+        o.train_fraction + o.validation_fraction < 1.0)) {
+    embplan::detail::fail("train.train_fraction", o.train_fraction,
+                          "train and validation fractions > 0 leaving a test split");
+  }
+  train_report report;
+  report.batch_size = records.front().batch_size;
+  report.meter = records.front().meter;
+  double fwd = 0.0;
+  double all = 0.0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (records[i].batch_size != report.batch_size || records[i].meter != report.meter) {
+      embplan::detail::fail("records[" + std::to_string(i) + "].batch_size", records[i].batch_size,
+                            "the batch size and meter of the first record (" +
+                                std::to_string(report.batch_size) + ", " + report.meter +
+                                "): one model, one kind of measurement");
+    }
+    fwd += records[i].forward_ms;
+    all += records[i].forward_ms + records[i].backward_ms;
+  }
+  report.forward_share = all > 0.0 ? fwd / all : 0.5;
+
+  const auto pieces = detail::pieces_of(records, pool, o.features);
+  std::vector<float> costs;
+  for (const auto& r : records)
+    costs.push_back(static_cast<float>(r.total_ms));
+
+  // The 80/10/10 split of a seeded permutation.
+  std::vector<std::size_t> order(records.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  rng gen(derive_seed(o.seed, 0x5917));
+  for (std::size_t i = order.size(); i > 1; --i)
+    std::swap(order[i - 1], order[static_cast<std::size_t>(gen.below(i))]);
+  const auto n_train =
+      static_cast<std::size_t>(o.train_fraction * static_cast<double>(order.size()));
+  const auto n_val =
+      static_cast<std::size_t>(o.validation_fraction * static_cast<double>(order.size()));
+  const std::vector<std::size_t> train(order.begin(),
+                                       order.begin() + static_cast<std::ptrdiff_t>(n_train));
+  const std::vector<std::size_t> val(order.begin() + static_cast<std::ptrdiff_t>(n_train),
+                                     order.begin() + static_cast<std::ptrdiff_t>(n_train + n_val));
+  const std::vector<std::size_t> test(order.begin() + static_cast<std::ptrdiff_t>(n_train + n_val),
+                                      order.end());
+
+  nn::compute_cost_net_options arch;
+  arch.table_features = static_cast<Eigen::Index>(feature_count(o.features));
+  nn::compute_cost_net net(arch, derive_seed(o.seed, 1));
+  {
+    // Normalise with the statistics of the pieces the training samples use.
+    std::vector<char> used(static_cast<std::size_t>(pieces.features.rows()), 0);
+    for (const auto s : train)
+      for (const auto r : pieces.samples[s])
+        used[static_cast<std::size_t>(r)] = 1;
+    nn::matrix x(static_cast<Eigen::Index>(std::count(used.begin(), used.end(), 1)),
+                 pieces.features.cols());
+    Eigen::Index k = 0;
+    for (std::size_t r = 0; r < used.size(); ++r)
+      if (used[r] != 0) x.row(k++) = pieces.features.row(static_cast<Eigen::Index>(r));
+    net.feature_norm = nn::normalizer::fit(x);
+  }
+  nn::compute_cost_net grad(arch);
+  nn::compute_cost_net best = net;
+  nn::adam optimizer(nn::adam_options{.lr = o.learning_rate});
+  nn::compute_cost_tape tape;
+  nn::compute_cost_batch batch;
+  nn::minibatches batches(train.size(), o.batch_size, derive_seed(o.seed, 2));
+  double best_val = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> picked;
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    batches.set_epoch(static_cast<std::uint64_t>(epoch));
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      picked.clear();
+      for (const auto i : batches[b])
+        picked.push_back(train[i]);
+      nn::gather_batch(pieces.features, pieces.samples, costs, picked, batch);
+      (void)nn::train_step(net, batch, optimizer, grad, tape);
+    }
+    const double v = detail::metrics(net, pieces, costs, val).mse;
+    report.validation_mse.push_back(v);
+    if (v < best_val) {
+      best_val = v;
+      best = net;
+      report.best_epoch = epoch;
+    }
+  }
+  report.train = detail::metrics(best, pieces, costs, train);
+  report.validation = detail::metrics(best, pieces, costs, val);
+  report.test = detail::metrics(best, pieces, costs, test);
+  return {best, report};
+}
+
+}  // namespace embplan::cost

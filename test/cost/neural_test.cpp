@@ -1,0 +1,182 @@
+#include "embplan/cost/neural.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "embplan/core/random.hpp"
+#include "embplan/core/topology.hpp"
+#include "embplan/cost/features.hpp"
+#include "embplan/cost/train.hpp"
+#include "embplan/data/synthetic_pool.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string message_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const embplan::error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const std::vector<embplan::table_spec>& pool() {
+  static const auto p = embplan::data::synthetic_pool({.tables = 60, .seed = 4});
+  return p;
+}
+
+// Records whose cost is an additive function of the pieces plus a fixed part,
+// the structure the network's sum over tables can represent exactly.
+std::vector<embplan::cost::compute_record> synthetic_records(std::size_t n, std::uint64_t seed) {
+  embplan::rng gen(seed);
+  const std::vector<std::int32_t> dims{4, 8, 16, 32, 64};
+  std::vector<embplan::cost::compute_record> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    embplan::cost::compute_record r;
+    r.id = static_cast<std::int64_t>(i);
+    r.batch_size = 1024;
+    r.meter = "synthetic";
+    const auto count = static_cast<std::size_t>(gen.between(1, 8));
+    double ms = 0.05;
+    for (std::size_t k = 0; k < count; ++k) {
+      const auto t = static_cast<std::size_t>(gen.below(pool().size()));
+      const auto d = dims[static_cast<std::size_t>(gen.below(dims.size()))];
+      r.tables.push_back(t);
+      r.dims.push_back(d);
+      ms += 0.002 * d * (1.0 + pool()[t].pooling_factor) / 4.0;
+    }
+    r.forward_ms = ms / 3.0;
+    r.backward_ms = 2.0 * ms / 3.0;
+    r.total_ms = ms;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("feature sets: names, counts and order") {
+  using embplan::cost::feature_set;
+  CHECK(embplan::cost::feature_count(feature_set::embplan21) == 21);
+  CHECK(embplan::cost::feature_count(feature_set::neuroshard20) == 20);
+  const auto ns = embplan::cost::feature_names(feature_set::neuroshard20);
+  CHECK(ns.front() == "bin_0");
+  CHECK(ns.back() == "row");
+  embplan::table_spec t = pool()[0];
+  t.dim = 16;
+  std::vector<float> f(21);
+  embplan::cost::table_features(t, feature_set::embplan21, f);
+  CHECK(f[0] == 16.0f);
+  CHECK(f[1] == static_cast<float>(t.rows));
+  CHECK(f[4] == static_cast<float>(t.reuse_hist[0]));
+  embplan::cost::table_features(t, feature_set::neuroshard20, f);
+  CHECK(f[17] == 16.0f);
+  CHECK(f[19] == static_cast<float>(t.rows));
+  CHECK(message_of([] {
+          (void)embplan::cost::parse_feature_set("bogus", "train.features");
+        }).find("train.features") != std::string::npos);
+}
+
+TEST_CASE("train_compute_model learns an additive cost; neural_cost saves, loads and prices") {
+  const auto records = synthetic_records(300, 1);
+  embplan::cost::train_options o;
+  o.epochs = 25;
+  o.batch_size = 64;
+  o.learning_rate = 3e-3f;
+  const auto [net, report] = embplan::cost::train_compute_model(records, pool(), o);
+  CHECK(report.train.samples == 240);
+  CHECK(report.validation.samples == 30);
+  CHECK(report.test.samples == 30);
+  CHECK(report.validation_mse.size() == 25);
+  CHECK(report.forward_share == doctest::Approx(1.0 / 3.0));
+  MESSAGE("test R2 " << report.test.r2 << ", MAPE " << report.test.mape);
+  CHECK(report.test.r2 > 0.8);
+  // Same seed, same model.
+  const auto again = embplan::cost::train_compute_model(records, pool(), o);
+  CHECK(again.second.test.mse == report.test.mse);
+
+  embplan::neural_cost_metadata meta;
+  meta.meter = report.meter;
+  meta.batch_size = report.batch_size;
+  meta.forward_share = report.forward_share;
+  meta.trained_on = "synthetic records";
+  const embplan::neural_cost model(net, meta);
+
+  embplan::task t;
+  t.tables = {pool()[3], pool()[7]};
+  t.tables[0].dim = 16;
+  t.tables[1].dim = 32;
+  t.cluster = embplan::uniform_topology(2);
+  t.batch_size = 2048;  // twice the measured batch: twice the cost
+  std::vector<embplan::shard> group{embplan::whole_table(t, 0, 0), embplan::whole_table(t, 1, 0)};
+  const auto c = model.compute(t, group, 0);
+  CHECK(c.fwd_ms > 0.0);
+  CHECK(c.bwd_ms == doctest::Approx(2.0 * c.fwd_ms));
+  {  // the prediction is the network at the task's batch, scaled
+    embplan::nn::matrix x(2, 21);
+    std::vector<float> row(21);
+    for (int i = 0; i < 2; ++i) {
+      embplan::cost::table_features(t.tables[static_cast<std::size_t>(i)],
+                                    embplan::cost::feature_set::embplan21, row);
+      for (int j = 0; j < 21; ++j)
+        x(i, j) = row[static_cast<std::size_t>(j)];
+    }
+    CHECK(c.total_ms() == doctest::Approx(2.0 * net(x)).epsilon(1e-5));
+  }
+
+  const auto dir = fs::temp_directory_path() / ("embplan-neural-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto path = dir / "model.safetensors";
+  model.save(path);
+  const auto loaded = embplan::neural_cost::load(path);
+  CHECK(loaded.metadata().meter == "synthetic");
+  CHECK(loaded.metadata().batch_size == 1024);
+  CHECK(loaded.metadata().trained_on == "synthetic records");
+  CHECK(loaded.compute(t, group, 0).fwd_ms == doctest::Approx(c.fwd_ms).epsilon(1e-6));
+
+  // A file that is a safetensors but not a neural_cost says which key is missing.
+  embplan::nn::save_state_dict(dir / "bare.safetensors", net);
+  const auto msg = message_of([&] { (void)embplan::neural_cost::load(dir / "bare.safetensors"); });
+  CHECK(msg.find("metadata.embplan.kind") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("records and training: bad input names the field and value") {
+  const auto dir = fs::temp_directory_path() / ("embplan-records-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto path = dir / "r.jsonl";
+  std::ofstream(path) << R"({"id":0,"tables":[1],"dims":[4],"forward_ms":1,"backward_ms":1,)"
+                      << R"("total_ms":2,"batch_size":64,"meter":"cpu"})" << '\n'
+                      << R"({"id":1,"tables":[1,2],"dims":[4],"forward_ms":1,"backward_ms":1,)"
+                      << R"("total_ms":2,"batch_size":64,"meter":"cpu"})" << '\n';
+  auto msg = message_of([&] { (void)embplan::cost::read_compute_records(path); });
+  CHECK(msg.find("r.jsonl:2.dims") != std::string::npos);
+  std::ofstream(path) << "not json\n";
+  msg = message_of([&] { (void)embplan::cost::read_compute_records(path); });
+  CHECK(msg.find("r.jsonl:1") != std::string::npos);
+  CHECK(msg.find("not json") != std::string::npos);
+  fs::remove_all(dir);
+
+  auto records = synthetic_records(20, 2);
+  records[5].batch_size = 99;
+  msg = message_of([&] { (void)embplan::cost::train_compute_model(records, pool()); });
+  CHECK(msg.find("records[5].batch_size") != std::string::npos);
+  CHECK(msg.find("99") != std::string::npos);
+  records = synthetic_records(20, 2);
+  records[3].tables[0] = 5000;
+  msg = message_of([&] { (void)embplan::cost::train_compute_model(records, pool()); });
+  CHECK(msg.find("records[3].tables[0]") != std::string::npos);
+  CHECK(msg.find("5000") != std::string::npos);
+  embplan::cost::train_options bad;
+  bad.epochs = 0;
+  msg = message_of(
+      [&] { (void)embplan::cost::train_compute_model(synthetic_records(20, 2), pool(), bad); });
+  CHECK(msg.find("train.epochs") != std::string::npos);
+  CHECK(message_of([&] {
+          (void)embplan::cost::train_compute_model(synthetic_records(5, 2), pool());
+        }).find("train.records") != std::string::npos);
+}
