@@ -16,9 +16,16 @@
 #include <string_view>
 #include <vector>
 
+#include "collect.hpp"
 #include "compare.hpp"
+#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/embplan.hpp"
+#include "observe.hpp"
+#include "row_shards.hpp"
+#include "size.hpp"
+#include "skew.hpp"
 #include "text_table.hpp"
+#include "train.hpp"
 
 namespace {
 
@@ -151,6 +158,7 @@ int run_plan(const plan_args& a) {
   table.print(std::cout);
   std::cout << "cost (max over devices): " << fixed(cost.max_ms()) << " ms, degree of balance "
             << fixed(cost.balance(), 3) << " (min/max compute)\n";
+  embplan_cli::print_row_shards(std::cout, t, result.placement);
 
   if (!a.out.empty()) {
     embplan::io::write_json_file(a.out, embplan::io::to_json(result.placement, t));
@@ -178,9 +186,18 @@ struct compare_args {
   std::string pool;
   std::vector<std::string> planners;
   std::string json;
+  std::string meter = "simulated";
 };
 
-int run_compare(const compare_args& a) {
+// The meter that prices every plan of a compare, and how the output names it.
+constexpr const char* simulated_meter_text =
+    "simulated, analytic cost model (bandwidth roofline + all-to-all)";
+constexpr const char* measured_meter_text =
+    "measured, CPU meter (each device's shard run as one fused embedding bag and timed, "
+    "AutoShard protocol); communication from the analytic all-to-all model";
+
+template <class Meter>
+int run_compare_with(const compare_args& a, const Meter& meter) {
   const auto pool = load_pool(a.pool, 0);
   std::vector<std::string_view> names;
   if (a.planners.empty()) {
@@ -194,13 +211,14 @@ int run_compare(const compare_args& a) {
       names.push_back(*it);
     }
   }
-  const embplan::analytic_cost meter{};
+  const char* meter_text =
+      std::string_view(meter.name()) == "analytic" ? simulated_meter_text : measured_meter_text;
   nlohmann::json report;
   report["protocol"] = a.protocol;
-  report["meter"] = "simulated: analytic cost model (bandwidth roofline + all-to-all)";
+  report["meter"] = meter_text;
   report["settings"] = nlohmann::json::array();
 
-  std::cout << "meter: simulated, analytic cost model (bandwidth roofline + all-to-all)\n"
+  std::cout << "meter: " << meter_text << "\n"
             << "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms); \"-\" = a task "
                "did not fit memory\n";
   // NeuroShard Table 1 shape: one row per planner, one column per setting.
@@ -224,7 +242,8 @@ int run_compare(const compare_args& a) {
       std::cout << "\n"
                 << a.protocol << ": " << devices << " devices, max dim " << max_dim << ", "
                 << tasks.size() << " tasks (seed " << a.seed << ")\n";
-      text_table table({"planner", "cost ms", "success", "balance", "speedup/random", "time ms"});
+      text_table table({"planner", "cost ms", "success", "speedup/random", "time ms/task",
+                        "cache hit", "gap to LB", "balance"});
       nlohmann::json setting;
       setting["devices"] = devices;
       setting["max_dim"] = max_dim;
@@ -235,9 +254,11 @@ int run_compare(const compare_args& a) {
         const auto& r = rows[p];
         const std::string cost = r.all_succeeded() ? fixed(r.mean_cost_ms) : "-";
         table.add({r.planner, cost, fixed(100.0 * r.success_rate(), 1) + "%",
-                   r.succeeded ? fixed(r.mean_balance, 3) : "-",
                    r.speedup_tasks ? fixed(r.mean_speedup, 3) + "x" : "-",
-                   fixed(r.mean_sharding_ms, 3)});
+                   fixed(r.mean_sharding_ms, 3),
+                   r.has_cache() ? fixed(100.0 * r.cache_hit_rate(), 1) + "%" : "-",
+                   r.succeeded ? fixed(100.0 * r.mean_gap, 1) + "%" : "-",
+                   r.succeeded ? fixed(r.mean_balance, 3) : "-"});
         summary[p].push_back(cost);
         setting["planners"].push_back(embplan_cli::to_json(r));
       }
@@ -253,12 +274,23 @@ int run_compare(const compare_args& a) {
     table.print(std::cout);
   }
   std::cout << "\nspeedup/random = mean of cost(random)/cost(planner) over tasks both solved; "
-               "balance = min/max device compute (AutoShard)\n";
+               "time = search wall time per task; cache hit = device-cost cache hits / lookups "
+               "(NeuroShard §3.3); gap to LB = cost / additive lower bound - 1 (whole tables, "
+               "same meter; column splits can go below it); balance = min/max device compute "
+               "(AutoShard)\n";
   if (!a.json.empty()) {
     embplan::io::write_json_file(a.json, report);
     std::cout << "wrote " << a.json << '\n';
   }
   return 0;
+}
+
+int run_compare(const compare_args& a) {
+  if (a.meter != "simulated" && a.meter != "measured") {
+    embplan::detail::fail("--meter", a.meter, "simulated or measured");
+  }
+  if (a.meter == "measured") return run_compare_with(a, embplan::bench::cpu_meter_cost{});
+  return run_compare_with(a, embplan::analytic_cost{});
 }
 
 }  // namespace
@@ -292,7 +324,9 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "Plan one task and print the per-device costs");
   plan->add_option("--task", pl.task, "task JSON (one task or {\"tasks\": [...]})")->required();
   plan->add_option("--index", pl.index, "which task of the file")->capture_default_str();
-  plan->add_option("--planner", pl.planner, "planner name (see `embplan compare --help`)")
+  plan->add_option("--planner", pl.planner,
+                   "planner name (see `embplan compare --help`); prefix rowwise_ "
+                   "(e.g. rowwise_lookup_greedy) to split tables that fit no device by rows")
       ->capture_default_str();
   plan->add_option("--seed", pl.seed, "random seed")->capture_default_str();
   plan->add_option("--out", pl.out, "write the plan as JSON");
@@ -320,6 +354,118 @@ int main(int argc, char** argv) {
                    "planners to run (default: all: " + planner_list + ")")
       ->delimiter(',');
   compare->add_option("--json", ca.json, "also write the results as JSON");
+  compare
+      ->add_option("--meter", ca.meter,
+                   "simulated (analytic model) | measured (CPU meter; slow: use a small --count)")
+      ->capture_default_str();
+
+  embplan_cli::collect_args co;
+  auto* collect = app.add_subcommand(
+      "collect", "Measure cost data (NeuroShard Alg. 3-5) as JSON lines; resumable; MPI-aware");
+  collect->add_option("kind", co.kind, "compute | comm")->required();
+  collect->add_option("--out", co.out, "JSON-lines file (appended; ids on file are skipped)")
+      ->required();
+  collect->add_option("--samples", co.samples, "sample ids 0..N-1 to have on file")
+      ->capture_default_str();
+  collect->add_option("--seed", co.seed, "random seed")->capture_default_str();
+  collect->add_option("--pool", co.pool, "table pool JSON (default: the synthetic pool, seed 0)");
+  collect->add_option("--half", co.half, "whole | train | test half of the pool (DreamShard split)")
+      ->capture_default_str();
+  collect->add_option("--split-seed", co.split_seed, "seed of the pool's split into halves")
+      ->capture_default_str();
+  collect->add_option("--dims", co.dims, "augmentation dims (Alg. 3)")
+      ->delimiter(',')
+      ->capture_default_str();
+  collect->add_option("--min-tables", co.min_tables, "compute: fewest tables per combination")
+      ->capture_default_str();
+  collect->add_option("--max-tables", co.max_tables, "compute: most tables per combination")
+      ->capture_default_str();
+  collect->add_option("--devices", co.devices, "comm: devices (default: MPI ranks, else 4)");
+  collect->add_option("--min-place", co.min_place, "comm: fewest tables per placement")
+      ->capture_default_str();
+  collect->add_option("--max-place", co.max_place, "comm: most tables per placement")
+      ->capture_default_str();
+  collect->add_option("--max-start-ms", co.max_start_ms, "comm: start times in [0, this]")
+      ->capture_default_str();
+  collect->add_option("--memory-gib", co.memory_gib, "comm: memory per device, GiB")
+      ->capture_default_str();
+  collect
+      ->add_option("--batch-size", co.batch_size, "bags per table (compute) / global batch (comm)")
+      ->capture_default_str();
+  collect
+      ->add_option("--max-weight-mib", co.max_weight_mib,
+                   "compute: weights materialised per sample (rows scaled down to fit)")
+      ->capture_default_str();
+  collect->add_option("--warmup", co.warmup, "protocol: warm-up runs")->capture_default_str();
+  collect->add_option("--runs", co.runs, "protocol: measured runs")->capture_default_str();
+  collect->add_option("--drop", co.drop, "protocol: highest and lowest runs dropped")
+      ->capture_default_str();
+  collect->add_flag("--quiet", co.quiet, "no progress bar");
+
+  embplan_cli::skew_args sk;
+  auto* skew = app.add_subcommand(
+      "skew", "Row-wise hash sharding of one table: load skew, hot-row replication, gather check");
+  skew->add_option("--rows", sk.rows, "table rows N")->capture_default_str();
+  skew->add_option("--dim", sk.dim, "embedding dimension d")->capture_default_str();
+  skew->add_option("--shards", sk.shards, "shards S")->capture_default_str();
+  skew->add_option("--requests", sk.requests, "requested IDs in the batch")->capture_default_str();
+  skew->add_option("--zipf", sk.zipf, "Zipf exponent of the requests")->capture_default_str();
+  skew->add_option("--seed", sk.seed, "random seed")->capture_default_str();
+  skew->add_option("--multiplier", sk.multiplier, "hash multiplier A: shard = (id * A) mod S")
+      ->capture_default_str();
+  skew->add_option("--replicate", sk.replicate,
+                   "replicate the k hottest IDs; prints the skew for k = 0, 1, 2, 5, ... K");
+  skew->add_option("--target-skew", sk.target_skew, "print the smallest k reaching this skew");
+  skew->add_option("--routing", sk.routing,
+                   "reads of replicated IDs: balanced (least-loaded holder) | random")
+      ->capture_default_str();
+  skew->add_option("--replicas", sk.replicas, "shards holding each hot row (0 = all)")
+      ->capture_default_str();
+  skew->add_option("--workers", sk.workers, "workers the batch is split over (gradient pushes)")
+      ->capture_default_str();
+  skew->add_option("--top", sk.top, "hottest IDs listed")->capture_default_str();
+
+  embplan_cli::size_args sz;
+  auto* size = app.add_subcommand(
+      "size", "Table bytes per dtype and optimizer, shards per server budget, QR compression");
+  size->add_option("--rows", sz.rows, "table rows N")->required();
+  size->add_option("--dim", sz.dim, "embedding dimension d")->required();
+  size->add_option("--dtype", sz.dtype, "fp32 | fp16 | int8")->capture_default_str();
+  size->add_option("--optimizer", sz.optimizer, "none | sgd | adam | rowwise_adagrad")
+      ->capture_default_str();
+  size->add_option("--budget-gib", sz.budget_gib, "per-server memory budget, GiB");
+  size->add_option("--qr-m", sz.qr_m, "remainder-table size m (default: the optimal m)");
+
+  embplan_cli::observe_args ob;
+  auto* observe =
+      app.add_subcommand("observe", "Measure the papers' three cost observations on the CPU meter");
+  observe->add_option("--batch-size", ob.batch_size, "bags per table")->capture_default_str();
+  observe->add_option("--sets", ob.sets, "(1): random multi-table sets")->capture_default_str();
+  observe->add_option("--tables-per-set", ob.tables_per_set, "(1): tables per set")
+      ->capture_default_str();
+  observe->add_option("--halves", ob.halves, "(2): tables split per dimension")
+      ->capture_default_str();
+  observe->add_option("--repeats", ob.repeats, "(0): measurements of one shard")
+      ->capture_default_str();
+  observe->add_option("--seed", ob.seed, "random seed")->capture_default_str();
+  observe->add_option("--warmup", ob.warmup, "protocol: warm-up runs")->capture_default_str();
+  observe->add_option("--runs", ob.runs, "protocol: measured runs")->capture_default_str();
+  observe->add_option("--drop", ob.drop, "protocol: highest and lowest runs dropped")
+      ->capture_default_str();
+
+  embplan_cli::train_args tr;
+  auto* train = app.add_subcommand(
+      "train", "Train the compute-cost model on `collect compute` records (NeuroShard §3.2)");
+  train->add_option("kind", tr.kind, "compute")->required();
+  train->add_option("--data", tr.data, "JSON-lines records of `embplan collect compute`")
+      ->required();
+  train->add_option("--out", tr.out, "model file (safetensors with metadata)")->required();
+  train->add_option("--pool", tr.pool, "the pool the records index (default: synthetic, seed 0)");
+  train->add_option("--features", tr.features, "embplan21 | neuroshard20")->capture_default_str();
+  train->add_option("--epochs", tr.epochs, "training epochs (the best validation epoch is kept)")
+      ->capture_default_str();
+  train->add_option("--seed", tr.seed, "random seed")->capture_default_str();
+  train->add_option("--trained-on", tr.trained_on, "recorded in the model file");
 
   try {
     app.parse(argc, argv);
@@ -337,6 +483,22 @@ int main(int argc, char** argv) {
     if (*tasks) return run_tasks(ta);
     if (*plan) return run_plan(pl);
     if (*compare) return run_compare(ca);
+    if (*observe) return embplan_cli::run_observe(ob);
+    if (*train) return embplan_cli::run_train(tr);
+    if (*skew) return embplan_cli::run_skew(sk);
+    if (*size) return embplan_cli::run_size(sz);
+    if (*collect) {
+      const embplan_cli::world w;
+      try {
+        return embplan_cli::run_collect(co, w);
+      } catch (const embplan::error& e) {
+        std::cerr << "embplan: error: " << e.what() << '\n';
+        w.abort(exit_bad_input);
+      } catch (const std::exception& e) {
+        std::cerr << "embplan: internal error: " << e.what() << '\n';
+        w.abort(1);
+      }
+    }
   } catch (const embplan::error& e) {
     std::cerr << "embplan: error: " << e.what() << '\n';
     return exit_bad_input;

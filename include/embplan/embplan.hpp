@@ -29,10 +29,22 @@
 #include "embplan/reward/balance.hpp"
 #include "embplan/reward/memory_penalty.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
+#include "embplan/search/column_beam.hpp"
 #include "embplan/search/greedy.hpp"
+#include "embplan/search/grid_greedy.hpp"
+#include "embplan/search/local_search.hpp"
 #include "embplan/search/lower_bound.hpp"
 #include "embplan/search/random.hpp"
 #include "embplan/search/random_search.hpp"
+// row-wise sharding: partitions, skew, hot-row replication, sizing, the split pre-pass
+#include "embplan/rowwise/gather.hpp"
+#include "embplan/rowwise/load.hpp"
+#include "embplan/rowwise/partition.hpp"
+#include "embplan/rowwise/replication.hpp"
+#include "embplan/rowwise/sizing.hpp"
+#include "embplan/rowwise/split.hpp"
+#include "embplan/rowwise/zipf.hpp"
+#include "embplan/search/torchrec_like.hpp"
 
 // composition
 #include "embplan/planner.hpp"

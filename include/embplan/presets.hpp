@@ -8,7 +8,19 @@
 //                               then in that heuristic's units, not ms
 //   random_search_planner       best of 100 random placements under the analytic
 //                               model (AutoShard §5.3)
+//   torchrec_planner            TorchRec-like: column blocks, greedy proposers and
+//                               perf partitioner on the analytic shard cost
+//                               (NeuroShard App. E.3; search/torchrec_like.hpp)
+//   neuroshard_planner          NeuroShard's online search: column beam search +
+//                               greedy grid search with a cost cache (§3.3, Alg. 1-2)
+//   neuroshard_ls_planner       NeuroShard's search, then local search (moves, swaps,
+//                               splits, merges at the bottleneck devices)
+//   basic_neuroshard_planner<Cost>, basic_neuroshard_ls_planner<Cost>: the same
+//                               on any cost model (e.g. a learned one)
 // All use default_constraint: memory capacity and columns a multiple of 4.
+// Each name also runs with the prefix "rowwise_" (e.g. rowwise_lookup_greedy):
+// the same planner behind rowwise::split_oversized, so a table that fits no
+// device is split by rows instead of failing the task (rowwise/split.hpp).
 
 #include <array>
 #include <cstdint>
@@ -24,9 +36,13 @@
 #include "embplan/planner.hpp"
 #include "embplan/reward/balance.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
+#include "embplan/rowwise/split.hpp"
+#include "embplan/search/column_beam.hpp"
 #include "embplan/search/greedy.hpp"
+#include "embplan/search/local_search.hpp"
 #include "embplan/search/random.hpp"
 #include "embplan/search/random_search.hpp"
+#include "embplan/search/torchrec_like.hpp"
 
 namespace embplan {
 
@@ -40,11 +56,32 @@ using size_lookup_greedy_planner =
     planner<size_lookup_cost, sorted_greedy, default_constraint, balance_reward>;
 using random_search_planner =
     planner<analytic_cost, random_search, default_constraint, neg_max_cost_reward>;
+using torchrec_planner =
+    planner<analytic_cost, torchrec_like, default_constraint, neg_max_cost_reward>;
+template <cost_model Cost = analytic_cost>
+using basic_neuroshard_planner =
+    planner<Cost, column_beam, default_constraint, neg_max_cost_reward>;
+using neuroshard_planner = basic_neuroshard_planner<>;
+template <cost_model Cost = analytic_cost>
+using basic_neuroshard_ls_planner =
+    planner<Cost, local_search<column_beam>, default_constraint, neg_max_cost_reward>;
+using neuroshard_ls_planner = basic_neuroshard_ls_planner<>;
+
+// Planner with its searcher behind rowwise::split_oversized.
+template <class Planner>
+using rowwise_planner_of =
+    planner<typename Planner::cost_model_type,
+            rowwise::split_oversized<typename Planner::searcher_type>,
+            typename Planner::constraint_type, typename Planner::reward_type>;
+using rowwise_lookup_greedy_planner = rowwise_planner_of<lookup_greedy_planner>;
 
 namespace presets::detail {
 
-inline constexpr std::array<std::string_view, 6> names{
-    "random", "size_greedy", "dim_greedy", "lookup_greedy", "size_lookup_greedy", "random_search"};
+inline constexpr std::array<std::string_view, 9> names{
+    "random",        "size_greedy", "dim_greedy", "lookup_greedy", "size_lookup_greedy",
+    "random_search", "torchrec",    "neuroshard", "neuroshard_ls"};
+
+inline constexpr std::string_view rowwise_prefix = "rowwise_";
 
 inline std::string joined_names() {
   std::string out;
@@ -52,7 +89,7 @@ inline std::string joined_names() {
     if (!out.empty()) out += ", ";
     out += n;
   }
-  return out;
+  return out + " (each also prefixed rowwise_: tables that fit no device split by rows)";
 }
 
 }  // namespace presets::detail
@@ -65,12 +102,29 @@ inline std::span<const std::string_view> preset_names() noexcept {
 // Runs the named preset on `t`; an unknown name throws embplan::error naming
 // the field 'planner', the value and the accepted names.
 inline plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0) {
+  if (name.starts_with(presets::detail::rowwise_prefix)) {
+    const auto base = name.substr(presets::detail::rowwise_prefix.size());
+    if (base == "random") return rowwise_planner_of<random_planner>{}(t, seed);
+    if (base == "size_greedy") return rowwise_planner_of<size_greedy_planner>{}(t, seed);
+    if (base == "dim_greedy") return rowwise_planner_of<dim_greedy_planner>{}(t, seed);
+    if (base == "lookup_greedy") return rowwise_planner_of<lookup_greedy_planner>{}(t, seed);
+    if (base == "size_lookup_greedy") {
+      return rowwise_planner_of<size_lookup_greedy_planner>{}(t, seed);
+    }
+    if (base == "random_search") return rowwise_planner_of<random_search_planner>{}(t, seed);
+    if (base == "torchrec") return rowwise_planner_of<torchrec_planner>{}(t, seed);
+    if (base == "neuroshard") return rowwise_planner_of<neuroshard_planner>{}(t, seed);
+    if (base == "neuroshard_ls") return rowwise_planner_of<neuroshard_ls_planner>{}(t, seed);
+  }
   if (name == "random") return random_planner{}(t, seed);
   if (name == "size_greedy") return size_greedy_planner{}(t, seed);
   if (name == "dim_greedy") return dim_greedy_planner{}(t, seed);
   if (name == "lookup_greedy") return lookup_greedy_planner{}(t, seed);
   if (name == "size_lookup_greedy") return size_lookup_greedy_planner{}(t, seed);
   if (name == "random_search") return random_search_planner{}(t, seed);
+  if (name == "torchrec") return torchrec_planner{}(t, seed);
+  if (name == "neuroshard") return neuroshard_planner{}(t, seed);
+  if (name == "neuroshard_ls") return neuroshard_ls_planner{}(t, seed);
   detail::fail("planner", name, "one of " + presets::detail::joined_names());
 }
 

@@ -3,12 +3,17 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -182,4 +187,269 @@ TEST_CASE("an infeasible task names the table that does not fit") {
   CHECK(r.code == 2);
   CHECK(lines(r.err) == 1);
   CHECK(r.err.find("huge") != std::string::npos);
+}
+
+namespace {
+// Ids of a JSON-lines file, in file order.
+std::vector<std::int64_t> record_ids(const fs::path& p) {
+  std::vector<std::int64_t> ids;
+  std::ifstream in(p);
+  std::string line;
+  while (std::getline(in, line))
+    ids.push_back(nlohmann::json::parse(line).at("id").get<std::int64_t>());
+  return ids;
+}
+// Small and quick: 32 bags, 8 MiB of weights, 3 measured runs.
+const std::string quick_collect =
+    " --batch-size 32 --max-weight-mib 8 --warmup 1 --runs 3 --drop 1 --quiet --out ";
+}  // namespace
+
+TEST_CASE("collect compute: JSON lines, resumable") {
+  const auto out = scratch() / "compute.jsonl";
+  fs::remove(out);
+  auto r = run("collect compute --samples 3" + quick_collect + out.string());
+  REQUIRE(r.code == 0);
+  CHECK(record_ids(out) == std::vector<std::int64_t>{0, 1, 2});
+  std::ifstream in(out);
+  std::string first;
+  std::getline(in, first);
+  const auto rec = nlohmann::json::parse(first);
+  CHECK(rec["meter"] == "cpu");
+  CHECK(rec["batch_size"] == 32);
+  CHECK(rec["tables"].size() == rec["dims"].size());
+  CHECK(rec["forward_ms"].get<double>() > 0.0);
+  CHECK(rec["backward_ms"].get<double>() > 0.0);
+  CHECK(rec["total_ms"].get<double>() > 0.0);
+
+  // A rerun asking for 5 measures only ids 3 and 4.
+  r =
+      run("collect compute --samples 5 --batch-size 32 --max-weight-mib 8 --warmup 1 --runs 3 "
+          "--drop 1 --out " +
+          out.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("2 samples to measure (3 already in") != std::string::npos);
+  CHECK(r.err.find("ETA") != std::string::npos);  // the progress bar
+  CHECK(record_ids(out) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+}
+
+TEST_CASE("collect comm without MPI ranks: analytic meter, per-device costs") {
+  const auto out = scratch() / "comm.jsonl";
+  fs::remove(out);
+  const auto r = run("collect comm --samples 2 --devices 4" + quick_collect + out.string());
+  REQUIRE(r.code == 0);
+  std::ifstream in(out);
+  std::string line;
+  std::getline(in, line);
+  const auto rec = nlohmann::json::parse(line);
+  CHECK(rec["meter"] == "analytic");
+  CHECK(rec["forward_ms"].size() == 4);
+  CHECK(rec["start_ms"].size() == 4);
+  CHECK(rec["dim_sum"].size() == 4);
+}
+
+TEST_CASE("collect and observe: bad input names the field and value") {
+  auto r = run("collect bogus --out " + (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("collect.kind") != std::string::npos);
+  CHECK(r.err.find("bogus") != std::string::npos);
+  r = run("collect compute --samples -4 --out " + (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("collect.samples") != std::string::npos);
+  CHECK(r.err.find("-4") != std::string::npos);
+  r = run("collect compute --runs 2 --drop 1 --out " + (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("protocol.drop") != std::string::npos);
+  r = run("observe --sets 0");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("observe.sets") != std::string::npos);
+}
+
+#if defined(EMBPLAN_MPIEXEC)
+namespace {
+run_result run_mpi(int ranks, const std::string& args) {
+  const auto out = scratch() / "mpi-stdout.txt";
+  const auto err = scratch() / "mpi-stderr.txt";
+  // LeakSanitizer (the asan preset) reports Open MPI's own allocations that live
+  // until exit; leaks of embplan's code are covered by every other test.
+  const std::string cmd = "ASAN_OPTIONS=detect_leaks=0 " + std::string(EMBPLAN_MPIEXEC) + " -np " +
+                          std::to_string(ranks) + " " + EMBPLAN_CLI + " " + args + " >" +
+                          out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  run_result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+}  // namespace
+
+TEST_CASE(
+    "collect under mpirun -np 2: ranks share the samples, rank 0 writes, all-to-all measured") {
+  const auto out = scratch() / "mpi-compute.jsonl";
+  fs::remove(out);
+  auto r = run_mpi(2, "collect compute --samples 5" + quick_collect + out.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  auto ids = record_ids(out);
+  std::sort(ids.begin(), ids.end());
+  CHECK(ids == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+  // The same samples as one process would make: same tables and dims.
+  const auto single = scratch() / "single-compute.jsonl";
+  fs::remove(single);
+  REQUIRE(run("collect compute --samples 5" + quick_collect + single.string()).code == 0);
+  std::ifstream a(out);
+  std::ifstream b(single);
+  std::map<std::int64_t, nlohmann::json> by_id;
+  for (std::string line; std::getline(a, line);) {
+    const auto j = nlohmann::json::parse(line);
+    by_id[j["id"].get<std::int64_t>()] = j;
+  }
+  for (std::string line; std::getline(b, line);) {
+    const auto j = nlohmann::json::parse(line);
+    CHECK(by_id[j["id"].get<std::int64_t>()]["tables"] == j["tables"]);
+    CHECK(by_id[j["id"].get<std::int64_t>()]["dims"] == j["dims"]);
+  }
+
+  const auto comm = scratch() / "mpi-comm.jsonl";
+  fs::remove(comm);
+  r = run_mpi(2, "collect comm --samples 2 --max-start-ms 2" + quick_collect + comm.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::ifstream c(comm);
+  std::string line;
+  REQUIRE(std::getline(c, line));
+  const auto rec = nlohmann::json::parse(line);
+  CHECK(rec["meter"] == "mpi-alltoallv");
+  REQUIRE(rec["forward_ms"].size() == 2);
+  CHECK(rec["forward_ms"][0].get<double>() > 0.0);
+  CHECK(rec["backward_ms"][1].get<double>() > 0.0);
+  // The rank that starts first waits for the other: its forward cost is at
+  // least the gap between the two start times, less timer slack.
+  const double s0 = rec["start_ms"][0].get<double>();
+  const double s1 = rec["start_ms"][1].get<double>();
+  const std::size_t early = s0 < s1 ? 0 : 1;
+  CHECK(rec["forward_ms"][early].get<double>() >= std::abs(s0 - s1) * 0.9);
+}
+#else
+TEST_CASE("collect under mpirun: skipped, embplan was built without MPI") {
+  MESSAGE("SKIPPED: no MPI found at configure time; mpirun -np 2 collect test not run");
+}
+#endif
+
+TEST_CASE("skew reproduces the chapter's demo: balanced storage, skewed load, exact gather") {
+  auto r =
+      run("skew --rows 20000 --dim 16 --shards 4 --requests 50000 --zipf 1.3 --seed 7 "
+          "--replicate 100 --target-skew 1.1");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("rows per shard (store) : [5000, 5000, 5000, 5000]") != std::string::npos);
+  CHECK(r.out.find("gathered == reference  : true") != std::string::npos);
+  CHECK(r.out.find("max abs difference     : 0.00e+00") != std::string::npos);
+  CHECK(r.out.find("false") == std::string::npos);  // gathered == reference at every k
+  CHECK(r.out.find("pre-aggregated") != std::string::npos);
+  // Balanced routing (the default): the hottest ID alone brings the load to
+  // T / S = 12,500 per shard, and it stays there.
+  CHECK(r.out.find("routing balanced") != std::string::npos);
+  CHECK(r.out.find("target skew 1.10x (routing balanced): smallest k = 1 (skew 1.00x)") !=
+        std::string::npos);
+  CHECK(r.out.find("[12500, 12500, 12500, 12500]") != std::string::npos);
+  // The chapter's exercise: random routing, still available.
+  r =
+      run("skew --rows 20000 --dim 16 --shards 4 --requests 50000 --zipf 1.3 --seed 7 "
+          "--replicate 10 --target-skew 1.1 --routing random");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("routing random, seed 7") != std::string::npos);
+  CHECK(r.out.find("target skew 1.10x (routing random): smallest k = 3") != std::string::npos);
+  CHECK(r.out.find("false") == std::string::npos);
+
+  r = run("skew --rows 100 --shards 0");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("'shards' = 0") != std::string::npos);
+  r = run("skew --rows 100 --shards 101");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("101") != std::string::npos);
+  r = run("skew --rows 100 --replicate 101");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("'--replicate' = 101") != std::string::npos);
+  r = run("skew --rows 100 --zipf -1");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("'zipf.exponent' = -1") != std::string::npos);
+  r = run("skew --rows 100 --target-skew 0.5");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("'--target-skew' = 0.5") != std::string::npos);
+  r = run("skew --rows 100 --routing fastest");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("'--routing' = \"fastest\"") != std::string::npos);
+}
+
+TEST_CASE("size answers the chapter's sizing questions") {
+  auto r = run("size --rows 2000000000 --dim 128 --budget-gib 16 --optimizer adam");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("1024000000000") != std::string::npos);  // 2e9 x 128 x 4 bytes
+  CHECK(r.out.find("shards") != std::string::npos);
+  r = run("size --rows 1000000000 --dim 128");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("m = 31623") != std::string::npos);
+  r = run("size --rows 1000 --dim 128 --budget-gib 0.0000001");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("--budget-gib") != std::string::npos);
+  CHECK(r.err.find("512 bytes") != std::string::npos);
+}
+
+TEST_CASE("plan with a rowwise_ planner splits a table larger than any device by rows") {
+  const auto big = scratch() / "big-rowwise.json";
+  write(big, R"({"name": "rowwise",
+                 "tables": [{"name": "huge", "rows": 2000000000, "dim": 4, "pooling_factor": 1,
+                             "dtype": "fp16"},
+                            {"name": "small", "rows": 1000, "dim": 8, "pooling_factor": 2}],
+                 "cluster": {"count": 8, "device": {"memory_gib": 4}}})");
+  auto r = run("plan --task " + big.string() + " --planner lookup_greedy");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("huge") != std::string::npos);
+  const auto plan = scratch() / "big-rowwise-plan.json";
+  const auto tr = scratch() / "big-rowwise-torchrec.json";
+  r = run("plan --task " + big.string() + " --planner rowwise_lookup_greedy --out " +
+          plan.string() + " --torchrec " + tr.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("row-wise shards") != std::string::npos);
+  const auto pj = nlohmann::json::parse(slurp(plan));
+  std::size_t huge_pieces = 0;
+  for (const auto& s : pj.at("shards"))
+    huge_pieces += s.at("table_name") == "huge" ? 1 : 0;
+  CHECK(huge_pieces == 4);
+  const auto tj = nlohmann::json::parse(slurp(tr));
+  CHECK(tj.at("huge").at("sharding_type") == "row_wise");
+  CHECK(tj.at("huge").at("sharding_spec").at("shards").size() == 4);
+}
+
+TEST_CASE("compare: NeuroShard, local search and TorchRec-like rows; cache and gap columns") {
+  const auto json = scratch() / "compare-search.json";
+  const auto r =
+      run("compare --devices 4 --max-dim 16 --count 2 --planners random,torchrec,neuroshard,"
+          "neuroshard_ls --json " +
+          json.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("meter: simulated") != std::string::npos);
+  CHECK(r.out.find("cache hit") != std::string::npos);
+  CHECK(r.out.find("gap to LB") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(json));
+  const auto& rows = j.at("settings").at(0).at("planners");
+  REQUIRE(rows.size() == 4);
+  CHECK(rows.at(0).at("cache_hit_rate").is_null());  // random has no cache
+  CHECK(rows.at(2).at("planner") == "neuroshard");
+  CHECK(rows.at(2).at("cache_hit_rate").get<double>() > 0.0);
+  CHECK(rows.at(2).at("success_rate") == 1.0);
+  CHECK(rows.at(2).at("mean_speedup_over_random").get<double>() > 1.0);
+  CHECK(rows.at(3).at("mean_cost_ms").get<double>() <=
+        rows.at(2).at("mean_cost_ms").get<double>() + 1e-9);
+}
+
+TEST_CASE("compare: a bad meter names the flag and the value") {
+  const auto r = run("compare --count 1 --meter bogus");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("--meter") != std::string::npos);
+  CHECK(r.err.find("bogus") != std::string::npos);
 }
