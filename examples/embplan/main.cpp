@@ -466,6 +466,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--seed", tr.seed, "random seed")->capture_default_str();
   train->add_option("--trained-on", tr.trained_on, "recorded in the model file");
+  train->add_option("--eval", tr.eval,
+                    "also judge the model on these records (e.g. the pool's other half)");
 
   try {
     app.parse(argc, argv);

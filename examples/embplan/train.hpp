@@ -22,6 +22,7 @@ struct train_args {
   std::string pool;  // the pool the records index (default: the synthetic pool, seed 0)
   std::string features = "embplan21";
   std::string trained_on;
+  std::string eval;  // records to judge the model on (e.g. the other half of the pool)
   int epochs = embplan::cost::train_options{}.epochs;
   std::uint64_t seed = 0;
 };
@@ -49,10 +50,16 @@ inline int run_train(const train_args& a) {
   row("train", report.train);
   row("validation", report.validation);
   row("test", report.test);
+  if (!a.eval.empty()) {
+    const auto other = embplan::cost::read_compute_records(a.eval);
+    const auto m = embplan::cost::evaluate_compute_model(net, other, pool, o.features);
+    row("eval", m);
+  }
   std::cout << "compute-cost model on " << records.size() << " records of " << a.data << " (meter "
             << report.meter << ", " << report.batch_size << " bags per table), best epoch "
             << report.best_epoch + 1 << " of " << o.epochs << '\n';
   table.print(std::cout);
+  if (!a.eval.empty()) std::cout << "eval: " << a.eval << '\n';
 
   embplan::neural_cost_metadata meta;
   meta.features = o.features;

@@ -95,6 +95,11 @@ TEST_CASE("train_compute_model learns an additive cost; neural_cost saves, loads
   CHECK(report.forward_share == doctest::Approx(1.0 / 3.0));
   MESSAGE("test R2 " << report.test.r2 << ", MAPE " << report.test.mape);
   CHECK(report.test.r2 > 0.8);
+  // Judged on other records (here: fresh draws of the same cost law).
+  const auto other = synthetic_records(100, 9);
+  const auto judged = embplan::cost::evaluate_compute_model(net, other, pool(), o.features);
+  CHECK(judged.samples == 100);
+  CHECK(judged.r2 > 0.8);
   // Same seed, same model.
   const auto again = embplan::cost::train_compute_model(records, pool(), o);
   CHECK(again.second.test.mse == report.test.mse);

@@ -181,6 +181,21 @@ inline regression_metrics metrics(const nn::compute_cost_net& net, const piece_t
 
 }  // namespace detail
 
+// Metrics of a trained net on other records (e.g. measured on the other half
+// of the pool: tables the model never saw).
+inline regression_metrics evaluate_compute_model(const nn::compute_cost_net& net,
+                                                 std::span<const compute_record> records,
+                                                 std::span<const table_spec> pool, feature_set f) {
+  const auto pieces = detail::pieces_of(records, pool, f);
+  std::vector<float> costs;
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    costs.push_back(static_cast<float>(records[i].total_ms));
+    all.push_back(i);
+  }
+  return detail::metrics(net, pieces, costs, all);
+}
+
 // Trains a compute-cost net (NeuroShard's sizes: table MLP 128-32, head
 // 32-64-1) on `records` measured on tables of `pool`.
 inline std::pair<nn::compute_cost_net, train_report> train_compute_model(
