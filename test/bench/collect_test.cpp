@@ -9,19 +9,13 @@
 #include <vector>
 
 #include "embplan/data/synthetic_pool.hpp"
+#include "support/message_of.hpp"
 
 namespace eb = embplan::bench;
 namespace fs = std::filesystem;
 
 namespace {
-std::string message_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using embplan::test::message_of;
 
 const std::vector<embplan::table_spec>& pool() {
   static const auto p = embplan::data::synthetic_pool({.tables = 40, .seed = 3});

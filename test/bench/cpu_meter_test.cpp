@@ -7,18 +7,12 @@
 
 #include "embplan/core/topology.hpp"
 #include "embplan/cost/evaluate.hpp"
+#include "support/message_of.hpp"
 
 namespace eb = embplan::bench;
 
 namespace {
-std::string message_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using embplan::test::message_of;
 
 embplan::table_spec table(std::int64_t rows, std::int32_t dim, double pf) {
   embplan::table_spec t;
@@ -119,7 +113,7 @@ TEST_CASE("cpu_meter_cost: a plan measured device by device, comm from the analy
     CHECK(d.bwd_compute_ms > 0.0);
     CHECK(d.bwd_comm_ms > 0.0);
   }
-  const auto piece = eb::piece_spec(t, right);
+  const auto piece = embplan::piece_table(t, right);
   CHECK(piece.dim == 16);
   CHECK(piece.rows == 1000);
   CHECK(meter.name() == "cpu-meter");

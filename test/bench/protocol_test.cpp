@@ -1,4 +1,5 @@
 #include "embplan/bench/protocol.hpp"
+#include "support/message_of.hpp"
 
 #include <doctest/doctest.h>
 
@@ -8,14 +9,7 @@
 namespace eb = embplan::bench;
 
 namespace {
-std::string message_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using embplan::test::message_of;
 
 // A timer that replays given durations, one per stop.
 struct scripted_timer {

@@ -13,19 +13,13 @@
 #include <vector>
 
 #include "embplan/core/random.hpp"
+#include "support/message_of.hpp"
 
 namespace k = embplan::kernel;
 
 namespace {
 
-std::string message_of(auto&& fn) {
-  try {
-    fn();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using embplan::test::message_of;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;

@@ -196,18 +196,6 @@ inline shard_measurement measure_shard(std::span<const table_spec> tables,
   return shard_meter(o).measure(tables);
 }
 
-// The table a shard runs as: a column piece is the table with fewer columns
-// (NeuroShard's table augmentation makes that valid), a row piece holds its
-// share of the rows and — under uniform hashing — of the lookups.
-inline table_spec piece_spec(const task& t, const shard& s) {
-  table_spec spec = t.tables[s.table];
-  const auto all_rows = spec.rows;
-  spec.dim = static_cast<std::int32_t>(s.cols());
-  spec.rows = s.rows();
-  spec.pooling_factor *= static_cast<double>(s.rows()) / static_cast<double>(all_rows);
-  return spec;
-}
-
 // The measured meter as a cost model: compute is measured on this CPU (times
 // scaled from the meter's batch to the task's), communication comes from the
 // analytic model (say so wherever the figures are shown). Use it with
@@ -223,7 +211,7 @@ struct cpu_meter_cost {
     std::vector<table_spec> specs;
     specs.reserve(group.size());
     for (const auto& s : group)
-      specs.push_back(piece_spec(t, s));
+      specs.push_back(piece_table(t, s));  // core/plan.hpp
     meter_options o = options;
     o.batch_size = std::min(options.batch_size, t.batch_size);
     const auto m = measure_shard(specs, o);

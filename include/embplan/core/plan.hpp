@@ -42,6 +42,19 @@ inline shard whole_table(const task& t, std::size_t index, std::size_t device) {
                false};
 }
 
+// The table a piece runs as: a column piece is the table with fewer columns
+// (NeuroShard's table augmentation makes that valid), a row piece holds its
+// share of the rows and, under uniform hashing, of the lookups. The meters and
+// the learned cost models price a piece through it.
+inline table_spec piece_table(const task& t, const shard& s) {
+  table_spec spec = t.tables[s.table];
+  const auto all_rows = spec.rows;
+  spec.dim = static_cast<std::int32_t>(s.cols());
+  spec.rows = s.rows();
+  spec.pooling_factor *= static_cast<double>(s.rows()) / static_cast<double>(all_rows);
+  return spec;
+}
+
 inline std::uint64_t shard_bytes(const task& t, const shard& s) {
   return block_bytes(static_cast<std::uint64_t>(s.rows()), static_cast<std::uint64_t>(s.cols()),
                      t.tables[s.table].weight_dtype, t.optimizer_state);

@@ -78,7 +78,7 @@ class neural_cost {
     nn::matrix x(static_cast<Eigen::Index>(group.size()), f);
     std::vector<float> row(static_cast<std::size_t>(f));
     for (std::size_t i = 0; i < group.size(); ++i) {
-      cost::table_features(piece_table(t, group[i]), s.meta.features, row);
+      cost::table_features(embplan::piece_table(t, group[i]), s.meta.features, row);
       for (Eigen::Index c = 0; c < f; ++c)
         x(static_cast<Eigen::Index>(i), c) = row[static_cast<std::size_t>(c)];
     }
@@ -95,16 +95,6 @@ class neural_cost {
   void communication(const task& t, std::span<const std::int64_t> dim_sum,
                      std::span<const double> start_ms, std::span<comm_cost> out) const {
     comm_.communication(t, dim_sum, start_ms, out);
-  }
-
-  // The table a piece runs as (the CPU meter's rule, bench/cpu_meter.hpp).
-  static table_spec piece_table(const task& t, const shard& s) {
-    table_spec spec = t.tables[s.table];
-    const auto all_rows = spec.rows;
-    spec.dim = static_cast<std::int32_t>(s.cols());
-    spec.rows = s.rows();
-    spec.pooling_factor *= static_cast<double>(s.rows()) / static_cast<double>(all_rows);
-    return spec;
   }
 
   // ------------------------------------------------------------ files
