@@ -37,11 +37,13 @@ struct planner_summary {
 };
 
 // Runs each planner on each task (seed = task index, so planners see the same
-// randomness per task) and prices every plan with `meter`.
-template <class Meter>
+// randomness per task) and prices every plan with `meter`. The planners that
+// search on any cost model search on `model` (embplan::run_preset).
+template <class Meter, class Model>
 std::vector<planner_summary> compare_planners(std::span<const embplan::task> tasks,
                                               std::span<const std::string_view> planners,
-                                              const Meter& meter, std::uint64_t seed) {
+                                              const Meter& meter, const Model& model,
+                                              std::uint64_t seed) {
   const std::size_t n = tasks.size();
   std::vector<std::vector<double>> cost(
       planners.size(), std::vector<double>(n, std::numeric_limits<double>::quiet_NaN()));
@@ -56,7 +58,8 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
     s.planner = std::string(planners[p]);
     s.tasks = n;
     for (std::size_t i = 0; i < n; ++i) {
-      const auto result = embplan::run_preset(planners[p], tasks[i], embplan::derive_seed(seed, i));
+      const auto result =
+          embplan::run_preset(planners[p], tasks[i], embplan::derive_seed(seed, i), model);
       s.mean_sharding_ms += result.sharding_ms / double(n);
       s.cache_lookups += result.cache_lookups;
       s.cache_hits += result.cache_hits;

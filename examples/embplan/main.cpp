@@ -20,6 +20,7 @@
 #include "compare.hpp"
 #include "embplan/bench/cpu_meter.hpp"
 #include "embplan/embplan.hpp"
+#include "models.hpp"
 #include "observe.hpp"
 #include "row_shards.hpp"
 #include "size.hpp"
@@ -115,6 +116,16 @@ int run_tasks(const tasks_args& a) {
 }
 
 // ------------------------------------------------------------------ plan
+// The meter that prices every plan, and how the output names it.
+// (--meter simulated is the learned model when one is loaded, else the
+// analytic one; see models.hpp.)
+constexpr const char* analytic_meter_text = "analytic cost model (bandwidth roofline + all-to-all)";
+constexpr const char* learned_meter_text =
+    "the learned compute model (see planning model) + the analytic all-to-all model";
+constexpr const char* measured_meter_text =
+    "CPU meter (each device's shard run as one fused embedding bag and timed, "
+    "AutoShard protocol); communication from the analytic all-to-all model";
+
 struct plan_args {
   std::string task;
   std::size_t index = 0;
@@ -123,9 +134,34 @@ struct plan_args {
   std::string out;
   std::string torchrec;
   std::string trace;
+  std::string model;  // empty: the bundled learned model
+  std::string meter = "simulated";
 };
 
+template <class Meter, class Model>
+int run_plan_with(const plan_args& a, const Meter& meter, const std::string& meter_text,
+                  const Model& model, const std::string& model_text);
+
 int run_plan(const plan_args& a) {
+  embplan_cli::check_meter(a.meter);
+  const auto pm = embplan_cli::load_planning_model(a.model);
+  const auto with_meter = [&](const auto& model) {
+    if (a.meter == "measured") {
+      return run_plan_with(a, embplan::bench::cpu_meter_cost{}, measured_meter_text, model,
+                           pm.text);
+    }
+    if (a.meter == "simulated" && pm.compute) {
+      return run_plan_with(a, *pm.compute, learned_meter_text, model, pm.text);
+    }
+    return run_plan_with(a, embplan::analytic_cost{}, analytic_meter_text, model, pm.text);
+  };
+  if (pm.compute) return with_meter(*pm.compute);
+  return with_meter(embplan::analytic_cost{});
+}
+
+template <class Meter, class Model>
+int run_plan_with(const plan_args& a, const Meter& meter, const std::string& meter_text,
+                  const Model& model, const std::string& model_text) {
   const auto tasks = embplan::io::tasks_from_json(embplan::io::read_json_file(a.task));
   if (a.index >= tasks.size()) {
     embplan::detail::fail(
@@ -133,11 +169,10 @@ int run_plan(const plan_args& a) {
         "an index below the " + std::to_string(tasks.size()) + " tasks in " + a.task);
   }
   const auto& t = tasks[a.index];
-  const auto result = embplan::run_preset(a.planner, t, a.seed);
+  const auto result = embplan::run_preset(a.planner, t, a.seed, model);
   if (!result.ok)
     throw embplan::error("planner '" + a.planner + "' found no plan: " + result.failure);
 
-  const embplan::analytic_cost meter{};
   const auto cost = embplan::evaluate(t, result.placement, meter);
   std::vector<std::size_t> shard_count(t.cluster.size(), 0);
   for (const auto& s : result.placement.shards)
@@ -145,7 +180,8 @@ int run_plan(const plan_args& a) {
 
   std::cout << "task '" << t.name << "': " << t.tables.size() << " tables on " << t.cluster.size()
             << " devices, planner " << a.planner << " (search " << fixed(result.sharding_ms, 3)
-            << " ms)\nmeter: simulated, analytic cost model (bandwidth roofline + all-to-all)\n";
+            << " ms)\nmeter: " << a.meter << ", " << meter_text
+            << "\nplanning model: " << model_text << '\n';
   text_table table({"device", "shards", "dim", "memory GiB", "fwd comp", "bwd comp", "fwd comm",
                     "bwd comm", "total ms"});
   for (std::size_t d = 0; d < t.cluster.size(); ++d) {
@@ -187,17 +223,12 @@ struct compare_args {
   std::vector<std::string> planners;
   std::string json;
   std::string meter = "simulated";
+  std::string model;  // empty: the bundled learned model
 };
 
-// The meter that prices every plan of a compare, and how the output names it.
-constexpr const char* simulated_meter_text =
-    "simulated, analytic cost model (bandwidth roofline + all-to-all)";
-constexpr const char* measured_meter_text =
-    "measured, CPU meter (each device's shard run as one fused embedding bag and timed, "
-    "AutoShard protocol); communication from the analytic all-to-all model";
-
-template <class Meter>
-int run_compare_with(const compare_args& a, const Meter& meter) {
+template <class Meter, class Model>
+int run_compare_with(const compare_args& a, const Meter& meter, const std::string& meter_text,
+                     const Model& model, const std::string& model_text) {
   const auto pool = load_pool(a.pool, 0);
   std::vector<std::string_view> names;
   if (a.planners.empty()) {
@@ -211,14 +242,14 @@ int run_compare_with(const compare_args& a, const Meter& meter) {
       names.push_back(*it);
     }
   }
-  const char* meter_text =
-      std::string_view(meter.name()) == "analytic" ? simulated_meter_text : measured_meter_text;
   nlohmann::json report;
   report["protocol"] = a.protocol;
-  report["meter"] = meter_text;
+  report["meter"] = a.meter + ", " + meter_text;
+  report["planning_model"] = model_text;
   report["settings"] = nlohmann::json::array();
 
-  std::cout << "meter: " << meter_text << "\n"
+  std::cout << "meter: " << a.meter << ", " << meter_text << "\nplanning model: " << model_text
+            << "\n"
             << "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms); \"-\" = a task "
                "did not fit memory\n";
   // NeuroShard Table 1 shape: one row per planner, one column per setting.
@@ -236,9 +267,9 @@ int run_compare_with(const compare_args& a, const Meter& meter) {
       ta.seed = a.seed;
       ta.memory_gib = a.memory_gib;
       const auto tasks = embplan::data::generate_tasks(pool, task_options_of(ta));
-      const auto rows =
-          embplan_cli::compare_planners(std::span<const embplan::task>(tasks),
-                                        std::span<const std::string_view>(names), meter, a.seed);
+      const auto rows = embplan_cli::compare_planners(std::span<const embplan::task>(tasks),
+                                                      std::span<const std::string_view>(names),
+                                                      meter, model, a.seed);
       std::cout << "\n"
                 << a.protocol << ": " << devices << " devices, max dim " << max_dim << ", "
                 << tasks.size() << " tasks (seed " << a.seed << ")\n";
@@ -286,11 +317,20 @@ int run_compare_with(const compare_args& a, const Meter& meter) {
 }
 
 int run_compare(const compare_args& a) {
-  if (a.meter != "simulated" && a.meter != "measured") {
-    embplan::detail::fail("--meter", a.meter, "simulated or measured");
-  }
-  if (a.meter == "measured") return run_compare_with(a, embplan::bench::cpu_meter_cost{});
-  return run_compare_with(a, embplan::analytic_cost{});
+  embplan_cli::check_meter(a.meter);
+  const auto pm = embplan_cli::load_planning_model(a.model);
+  const auto with_meter = [&](const auto& model) {
+    if (a.meter == "measured") {
+      return run_compare_with(a, embplan::bench::cpu_meter_cost{}, measured_meter_text, model,
+                              pm.text);
+    }
+    if (a.meter == "simulated" && pm.compute) {
+      return run_compare_with(a, *pm.compute, learned_meter_text, model, pm.text);
+    }
+    return run_compare_with(a, embplan::analytic_cost{}, analytic_meter_text, model, pm.text);
+  };
+  if (pm.compute) return with_meter(*pm.compute);
+  return with_meter(embplan::analytic_cost{});
 }
 
 }  // namespace
@@ -333,6 +373,12 @@ int main(int argc, char** argv) {
   plan->add_option("--torchrec", pl.torchrec,
                    "write a TorchRec-style ParameterSharding description");
   plan->add_option("--trace", pl.trace, "write the per-device timeline as Chrome trace-event JSON");
+  plan->add_option("--model", pl.model,
+                   "learned compute-cost model neuroshard plans on: a file of `embplan train "
+                   "compute`, or none (analytic); default: the bundled CPU-meter model");
+  plan->add_option("--meter", pl.meter,
+                   "simulated (the learned model, else analytic) | analytic | measured (CPU meter)")
+      ->capture_default_str();
 
   compare_args ca;
   const std::string planner_list = preset_list();
@@ -356,8 +402,12 @@ int main(int argc, char** argv) {
   compare->add_option("--json", ca.json, "also write the results as JSON");
   compare
       ->add_option("--meter", ca.meter,
-                   "simulated (analytic model) | measured (CPU meter; slow: use a small --count)")
+                   "simulated (the learned model, else analytic) | analytic | measured (CPU "
+                   "meter; slow: use a small --count)")
       ->capture_default_str();
+  compare->add_option("--model", ca.model,
+                      "learned compute-cost model neuroshard plans on: a file of `embplan train "
+                      "compute`, or none (analytic); default: the bundled CPU-meter model");
 
   embplan_cli::collect_args co;
   auto* collect = app.add_subcommand(

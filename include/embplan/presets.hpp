@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "embplan/concepts/cost_model.hpp"
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/task.hpp"
@@ -99,33 +100,50 @@ inline std::span<const std::string_view> preset_names() noexcept {
   return presets::detail::names;
 }
 
-// Runs the named preset on `t`; an unknown name throws embplan::error naming
-// the field 'planner', the value and the accepted names.
-inline plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0) {
-  if (name.starts_with(presets::detail::rowwise_prefix)) {
-    const auto base = name.substr(presets::detail::rowwise_prefix.size());
-    if (base == "random") return rowwise_planner_of<random_planner>{}(t, seed);
-    if (base == "size_greedy") return rowwise_planner_of<size_greedy_planner>{}(t, seed);
-    if (base == "dim_greedy") return rowwise_planner_of<dim_greedy_planner>{}(t, seed);
-    if (base == "lookup_greedy") return rowwise_planner_of<lookup_greedy_planner>{}(t, seed);
-    if (base == "size_lookup_greedy") {
-      return rowwise_planner_of<size_lookup_greedy_planner>{}(t, seed);
-    }
-    if (base == "random_search") return rowwise_planner_of<random_search_planner>{}(t, seed);
-    if (base == "torchrec") return rowwise_planner_of<torchrec_planner>{}(t, seed);
-    if (base == "neuroshard") return rowwise_planner_of<neuroshard_planner>{}(t, seed);
-    if (base == "neuroshard_ls") return rowwise_planner_of<neuroshard_ls_planner>{}(t, seed);
+namespace presets::detail {
+
+// `p` as it is, or with its searcher behind rowwise::split_oversized.
+template <class Planner>
+plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t seed) {
+  if (!rowwise) return p(t, seed);
+  return rowwise_planner_of<Planner>(
+      p.cost(), rowwise::split_oversized<typename Planner::searcher_type>{.inner = p.searcher()},
+      p.rule(), p.scorer())(t, seed);
+}
+
+}  // namespace presets::detail
+
+// Runs the named preset on `t`. The planners that search on any cost model
+// (neuroshard, neuroshard_ls and their rowwise_ forms: NeuroShard's "pre-train,
+// then search", §3) search on `model`, e.g. a learned neural_cost; the others
+// keep their own cost (the baselines are defined by it). An unknown name throws
+// embplan::error naming the field 'planner', the value and the accepted names.
+template <cost_model Model>
+plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed,
+                       const Model& model) {
+  namespace pd = presets::detail;
+  const bool rowwise = name.starts_with(pd::rowwise_prefix);
+  const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
+  if (base == "random") return pd::run(random_planner{}, rowwise, t, seed);
+  if (base == "size_greedy") return pd::run(size_greedy_planner{}, rowwise, t, seed);
+  if (base == "dim_greedy") return pd::run(dim_greedy_planner{}, rowwise, t, seed);
+  if (base == "lookup_greedy") return pd::run(lookup_greedy_planner{}, rowwise, t, seed);
+  if (base == "size_lookup_greedy") return pd::run(size_lookup_greedy_planner{}, rowwise, t, seed);
+  if (base == "random_search") return pd::run(random_search_planner{}, rowwise, t, seed);
+  if (base == "torchrec") return pd::run(torchrec_planner{}, rowwise, t, seed);
+  if (base == "neuroshard") {
+    return pd::run(basic_neuroshard_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
   }
-  if (name == "random") return random_planner{}(t, seed);
-  if (name == "size_greedy") return size_greedy_planner{}(t, seed);
-  if (name == "dim_greedy") return dim_greedy_planner{}(t, seed);
-  if (name == "lookup_greedy") return lookup_greedy_planner{}(t, seed);
-  if (name == "size_lookup_greedy") return size_lookup_greedy_planner{}(t, seed);
-  if (name == "random_search") return random_search_planner{}(t, seed);
-  if (name == "torchrec") return torchrec_planner{}(t, seed);
-  if (name == "neuroshard") return neuroshard_planner{}(t, seed);
-  if (name == "neuroshard_ls") return neuroshard_ls_planner{}(t, seed);
-  detail::fail("planner", name, "one of " + presets::detail::joined_names());
+  if (base == "neuroshard_ls") {
+    return pd::run(basic_neuroshard_ls_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
+  }
+  detail::fail("planner", name, "one of " + pd::joined_names());
+}
+
+// The same with every planner on its default cost (the analytic model for
+// neuroshard and neuroshard_ls).
+inline plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0) {
+  return run_preset(name, t, seed, analytic_cost{});
 }
 
 }  // namespace embplan

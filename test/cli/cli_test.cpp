@@ -453,3 +453,52 @@ TEST_CASE("compare: a bad meter names the flag and the value") {
   CHECK(r.err.find("--meter") != std::string::npos);
   CHECK(r.err.find("bogus") != std::string::npos);
 }
+
+TEST_CASE("compare plans NeuroShard on the bundled learned model and judges by it by default") {
+  const auto json = scratch() / "compare-learned.json";
+  const auto r = run("compare --devices 4 --max-dim 32 --count 3 --planners "
+                     "random,lookup_greedy,neuroshard --json " +
+                     json.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("planning model: bundled cpu_compute_model.safetensors") != std::string::npos);
+  CHECK(r.out.find("meter: simulated, the learned compute model") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(json));
+  CHECK(j.at("planning_model").get<std::string>().find("cpu meter") != std::string::npos);
+  const auto& rows = j.at("settings").at(0).at("planners");
+  REQUIRE(rows.size() == 3);
+  // NeuroShard searches the meter's own model: it beats a random placement.
+  CHECK(rows.at(2).at("mean_speedup_over_random").get<double>() > 1.0);
+
+  // --model none --meter analytic: the old, analytic-only comparison; the
+  // numbers differ from the learned meter's.
+  const auto json2 = scratch() / "compare-analytic.json";
+  const auto a = run("compare --devices 4 --max-dim 32 --count 3 --planners "
+                     "random,lookup_greedy,neuroshard --model none --meter analytic --json " +
+                     json2.string());
+  REQUIRE(a.code == 0);
+  CHECK(a.out.find("planning model: none") != std::string::npos);
+  CHECK(a.out.find("meter: analytic, analytic cost model") != std::string::npos);
+  const auto j2 = nlohmann::json::parse(slurp(json2));
+  CHECK(j2.at("settings").at(0).at("planners").at(1).at("mean_cost_ms").get<double>() !=
+        rows.at(1).at("mean_cost_ms").get<double>());
+}
+
+TEST_CASE("compare and plan: a model file that is missing or not a cost model is named") {
+  const auto missing = run("compare --count 1 --model /nonexistent/model.safetensors");
+  CHECK(missing.code == 2);
+  CHECK(lines(missing.err) == 1);
+  CHECK(missing.err.find("--model") != std::string::npos);
+  CHECK(missing.err.find("/nonexistent/model.safetensors") != std::string::npos);
+
+  // A safetensors file without neural_cost metadata (an nn golden file).
+  const std::string golden = std::string(EMBPLAN_SOURCE_DIR) + "/test/nn/golden/mlp_golden.safetensors";
+  const auto wrong = run("compare --count 1 --model " + golden);
+  CHECK(wrong.code == 2);
+  CHECK(wrong.err.find("mlp_golden.safetensors") != std::string::npos);
+  CHECK(wrong.err.find("embplan.kind") != std::string::npos);
+
+  const auto bad = run("plan --task x.json --meter bogus");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--meter") != std::string::npos);
+  CHECK(bad.err.find("bogus") != std::string::npos);
+}
