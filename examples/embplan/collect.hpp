@@ -27,6 +27,7 @@
 
 #if defined(EMBPLAN_WITH_MPI)
 #include "embplan/bench/mpi/alltoall.hpp"  // first: it picks MPI's C API
+#include "embplan/bench/mpi/plan_meter.hpp"
 #endif
 
 namespace embplan_cli {

@@ -35,6 +35,7 @@ struct observe_args {
   int warmup = 2;
   int runs = 10;
   int drop = 2;
+  bool repeatability = false;  // only (0), under each meter configuration
 };
 
 namespace detail {
@@ -52,13 +53,75 @@ inline embplan::table_spec synthetic_table(std::int64_t rows, std::int32_t dim, 
 
 }  // namespace detail
 
+// `observe --repeatability`: one 10-table pool shard (dim 32), measured
+// `repeats` times under four meter configurations — wall clock or the thread's
+// CPU time, the plain protocol or the median of 3 protocol means — taken in
+// turn (measurement r of every configuration before r + 1), so that all four
+// see the same machine. Prints, per configuration, the coefficient of
+// variation between the measurements (the meter's repeatability) and the mean
+// CV of the runs within one measurement.
+inline int run_repeatability(const observe_args& a) {
+  namespace eb = embplan::bench;
+  const auto pool = embplan::data::synthetic_pool({.seed = 0});
+  embplan::rng gen(embplan::derive_seed(a.seed, 0x0b5e));
+  std::vector<embplan::table_spec> shard;
+  for (const auto i : eb::detail::sample_distinct(gen, pool.size(), 10)) {
+    auto t = pool[i];
+    t.dim = 32;
+    shard.push_back(std::move(t));
+  }
+  struct configuration {
+    const char* name;
+    eb::meter_clock clock;
+    int repeats;
+  };
+  const std::vector<configuration> configurations{
+      {"wall clock, protocol", eb::meter_clock::wall, 1},
+      {"thread CPU, protocol", eb::meter_clock::thread_cpu, 1},
+      {"wall clock, median of 3", eb::meter_clock::wall, 3},
+      {"thread CPU, median of 3", eb::meter_clock::thread_cpu, 3},
+  };
+  std::vector<eb::shard_meter> meters;
+  for (const auto& c : configurations) {
+    meters.emplace_back(
+        eb::meter_options{.batch_size = a.batch_size,
+                          .seed = a.seed,
+                          .protocol = {.warmup = a.warmup, .runs = a.runs, .drop = a.drop},
+                          .separate = false,
+                          .clock = c.clock,
+                          .repeats = c.repeats});
+  }
+  std::vector<std::vector<double>> means(configurations.size());
+  std::vector<double> within(configurations.size(), 0.0);
+  for (std::int32_t r = 0; r < a.repeats; ++r) {
+    for (std::size_t c = 0; c < configurations.size(); ++c) {
+      const auto m = meters[c].measure(shard, a.seed);
+      means[c].push_back(m.total.mean_ms);
+      within[c] += m.total.cv() / a.repeats;
+    }
+  }
+  std::cout << "CPU meter repeatability: one 10-table shard (dim 32), B = " << a.batch_size
+            << " bags per table, forward + backward, protocol W=" << a.warmup << " B=" << a.runs
+            << " K=" << a.drop << ", " << a.repeats << " measurements per configuration\n";
+  text_table table({"configuration", "mean ms", "min ms", "max ms", "CV between %", "CV within %"});
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    const auto moments = eb::trimmed(means[c], 0);
+    table.add({configurations[c].name, fixed(moments.mean_ms, 3),
+               fixed(moments.sorted_ms.front(), 3), fixed(moments.sorted_ms.back(), 3),
+               fixed(100.0 * moments.cv(), 2), fixed(100.0 * within[c], 2)});
+  }
+  table.print(std::cout);
+  return 0;
+}
+
 inline int run_observe(const observe_args& a) {
   namespace eb = embplan::bench;
+  if (a.repeats < 2) embplan::detail::fail("observe.repeats", a.repeats, "a count >= 2");
+  if (a.repeatability) return run_repeatability(a);
   if (a.sets < 1) embplan::detail::fail("observe.sets", a.sets, "a count >= 1");
   if (a.tables_per_set < 2) {
     embplan::detail::fail("observe.tables_per_set", a.tables_per_set, "a count >= 2");
   }
-  if (a.repeats < 2) embplan::detail::fail("observe.repeats", a.repeats, "a count >= 2");
   if (a.halves < 1) embplan::detail::fail("observe.halves", a.halves, "a count >= 1");
   const eb::meter_options mo{
       .batch_size = a.batch_size,

@@ -88,6 +88,28 @@ TEST_CASE("measure_shard: bad input names the field and value") {
   msg = message_of([&] { (void)eb::measure_shard(tables, bad); });
   CHECK(msg.find("meter.max_weight_bytes") != std::string::npos);
   CHECK(msg.find("10") != std::string::npos);
+  bad = quick;
+  bad.repeats = 0;
+  msg = message_of([&] { (void)eb::measure_shard(tables, bad); });
+  CHECK(msg.find("meter.repeats") != std::string::npos);
+  CHECK(msg.find("0") != std::string::npos);
+}
+
+TEST_CASE("shard_meter: thread CPU clock, and the median of repeated protocol means") {
+  const std::vector<embplan::table_spec> tables{table(3000, 16, 4.0), table(500, 8, 2.0)};
+  for (const auto clock : {eb::meter_clock::wall, eb::meter_clock::thread_cpu}) {
+    auto o = quick;
+    o.clock = clock;
+    o.repeats = 3;
+    const auto m = eb::measure_shard(tables, o);
+    // The kept measurement is one whole protocol run: its own B runs, a
+    // trimmed mean among them.
+    REQUIRE(m.total.sorted_ms.size() == 3);
+    CHECK(m.total.mean_ms > 0.0);
+    CHECK(m.total.mean_ms == m.total.sorted_ms[1]);
+    CHECK(m.forward.mean_ms > 0.0);
+    CHECK(m.backward.mean_ms > 0.0);
+  }
 }
 
 TEST_CASE("cpu_meter_cost: a plan measured device by device, comm from the analytic model") {

@@ -3,7 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace eb = embplan::bench;
@@ -56,6 +58,22 @@ TEST_CASE("protocol options: bad values name the field") {
   msg = message_of([] { eb::validate(eb::protocol_options{.warmup = -1}); });
   CHECK(msg.find("protocol.warmup") != std::string::npos);
   CHECK(msg.find("-1") != std::string::npos);
+}
+
+TEST_CASE("thread_cpu_timer counts this thread's work, not its sleep") {
+  eb::thread_cpu_timer cpu;
+  eb::steady_timer wall;
+  cpu.start();
+  wall.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  volatile double x = 0.0;
+  for (int i = 0; i < 2'000'000; ++i)
+    x = x + 1.0;
+  const double cpu_ms = cpu.stop_ms();
+  const double wall_ms = wall.stop_ms();
+  CHECK(wall_ms >= 30.0);
+  CHECK(cpu_ms > 0.0);
+  CHECK(cpu_ms < wall_ms - 20.0);  // the 30 ms asleep are not counted
 }
 
 TEST_CASE("steady_timer and cache_flusher") {

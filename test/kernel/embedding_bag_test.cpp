@@ -196,6 +196,22 @@ TEST_CASE("isa: scalar is always there, best_isa is supported") {
   MESSAGE("best CPU path: " << k::isa_name(k::best_isa()));
 }
 
+TEST_CASE("cache_aligned_vector: cache lines for small blocks, huge pages for large ones") {
+  const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  k::cache_aligned_vector<float> small(100, 1.0f);
+  CHECK(address(small.data()) % 64 == 0);
+  // 3 MiB: over the 2 MiB threshold, so aligned (and advised) as huge pages.
+  k::cache_aligned_vector<float> large((std::size_t{3} << 20) / sizeof(float), 2.0f);
+  CHECK(address(large.data()) % (std::size_t{2} << 20) == 0);
+  CHECK(large.front() == 2.0f);
+  CHECK(large.back() == 2.0f);
+  large.assign(large.size() / 4, 3.0f);  // same block, reused
+  CHECK(large.back() == 3.0f);
+  large.resize(100);
+  large.shrink_to_fit();  // reallocates below the threshold: freed with the right alignment
+  CHECK(address(large.data()) % 64 == 0);
+}
+
 TEST_CASE_TEMPLATE("forward: equals a double reference on mixed dims, every path", Weight, float,
                    k::half) {
   const auto layout = k::make_tbe_layout(mixed_rows, mixed_dims);

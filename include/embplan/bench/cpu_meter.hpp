@@ -40,6 +40,12 @@
 
 namespace embplan::bench {
 
+// What the CPU meter's timer reads: the wall clock (AutoShard's steady clock,
+// the default) or the measuring thread's CPU time (bench/protocol.hpp's
+// thread_cpu_timer), which leaves out the time slices of other processes on
+// a shared machine.
+enum class meter_clock : std::uint8_t { wall, thread_cpu };
+
 struct meter_options {
   std::int64_t batch_size = 4096;  // bags per table per run
   std::uint64_t seed = 0;          // index traces
@@ -50,6 +56,12 @@ struct meter_options {
   // Also time forward and backward each by themselves (AutoShard times the
   // pair; NeuroShard's data needs the parts). Off: only `total` is measured.
   bool separate = true;
+  meter_clock clock = meter_clock::wall;
+  // The protocol is run `repeats` times on the same inputs and the run whose
+  // trimmed mean is the median is kept (a median of protocol means, on top of
+  // AutoShard's trimmed mean; 1 = the plain protocol). Costs `repeats` times
+  // the time; damps a measurement that a burst of other work hit as a whole.
+  int repeats = 1;
 };
 
 inline void validate(const meter_options& o) {
@@ -57,6 +69,7 @@ inline void validate(const meter_options& o) {
   if (o.max_weight_bytes < (std::uint64_t{1} << 20)) {
     embplan::detail::fail("meter.max_weight_bytes", o.max_weight_bytes, "at least 1 MiB");
   }
+  if (o.repeats < 1) embplan::detail::fail("meter.repeats", o.repeats, "a count >= 1");
   validate(o.protocol);
 }
 
@@ -162,23 +175,39 @@ class shard_meter {
     const auto before = [&] {
       if (o.protocol.flush) flush_();
     };
-    steady_timer timer;
+    const auto protocol = [&](auto&& operation) {
+      return o.clock == meter_clock::thread_cpu
+                 ? median_of_repeats<thread_cpu_timer>(operation, before)
+                 : median_of_repeats<steady_timer>(operation, before);
+    };
     shard_measurement m;
     if (o.separate) {
-      m.forward = embplan::bench::measure(timer, forward, before, o.protocol);
-      m.backward = embplan::bench::measure(timer, backward, before, o.protocol);
+      m.forward = protocol(forward);
+      m.backward = protocol(backward);
     }
-    m.total = embplan::bench::measure(
-        timer,
-        [&] {
-          forward();
-          backward();
-        },
-        before, o.protocol);
+    m.total = protocol([&] {
+      forward();
+      backward();
+    });
     m.lookups = static_cast<std::int64_t>(trace.indices.size());
     m.rows = layout.rows;
     m.weight_bytes = static_cast<std::uint64_t>(layout.total_weights()) * sizeof(Weight);
     return m;
+  }
+
+  // The protocol `repeats` times; the measurement with the median mean.
+  template <class Timer, class Run, class Before>
+  measurement median_of_repeats(Run&& run, Before&& before) {
+    Timer timer;
+    std::vector<measurement> all;
+    all.reserve(static_cast<std::size_t>(options_.repeats));
+    for (int r = 0; r < options_.repeats; ++r)
+      all.push_back(embplan::bench::measure(timer, run, before, options_.protocol));
+    const auto middle = all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2);
+    std::nth_element(
+        all.begin(), middle, all.end(),
+        [](const measurement& x, const measurement& y) { return x.mean_ms < y.mean_ms; });
+    return std::move(*middle);
   }
 
   meter_options options_;

@@ -17,6 +17,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <fstream>
 #include <numeric>
 #include <string>
@@ -44,6 +45,33 @@ class steady_timer {
   std::chrono::steady_clock::time_point start_{};
 };
 static_assert(timer<steady_timer>);
+
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID): what the run cost
+// this thread, not counting time it was descheduled. On a machine shared with
+// other work the wall clock also counts other processes' time slices; this
+// timer does not (it still sees their cache and memory-bandwidth pressure).
+// A single-threaded operator only (the CPU meter's kernels are). Falls back to
+// the steady clock where POSIX thread CPU clocks are missing.
+class thread_cpu_timer {
+ public:
+  void start() noexcept { start_ms_ = now_ms(); }
+  double stop_ms() const noexcept { return now_ms() - start_ms_; }
+
+ private:
+  static double now_ms() noexcept {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+    timespec ts{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+      return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+    }
+#endif
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  double start_ms_ = 0.0;
+};
+static_assert(timer<thread_cpu_timer>);
 
 struct protocol_options {
   int warmup = 2;  // W

@@ -5,6 +5,7 @@
 // registers, then a tail chunk whose last vector is partial when the dim is
 // not a multiple of 8 (masked loads for fp32; a 4-column fast case and a
 // byte copy otherwise for fp16, which has no masked 16-bit load in AVX2).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -91,10 +92,13 @@ EMBPLAN_AVX2_INLINE void bag_chunk(const forward_table_args<Weight>& a, std::int
   for (int v = 0; v < NV; ++v)
     acc[v] = _mm256_setzero_ps();
   const std::int64_t row_bytes = a.dim * static_cast<std::int64_t>(sizeof(Weight));
+  const std::int64_t distance = forward_prefetch_distance(row_bytes);
   for (std::int64_t i = begin; i < end; ++i) {
-    if (i + prefetch_lookups < prefetch_end) {
-      prefetch_bytes(a.weights + index::weight_offset(0, a.indices[i + prefetch_lookups], a.dim),
-                     row_bytes);
+    // Clamped rather than tested: near the table's end the last row is
+    // prefetched again, which costs nothing and keeps the loop branch-free.
+    if (prefetch_end > 0) {
+      const std::int64_t ahead = std::min(i + distance, prefetch_end - 1);
+      prefetch_bytes(a.weights + index::weight_offset(0, a.indices[ahead], a.dim), row_bytes);
     }
     const Weight* row = a.weights + index::weight_offset(0, a.indices[i], a.dim) + col;
     if constexpr (Weighted) {

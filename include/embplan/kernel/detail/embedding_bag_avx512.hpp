@@ -10,6 +10,7 @@
 // element is the one every path shares: acc = acc + x (no per-sample weights)
 // or acc = fma(w, x, acc), lookups in order, then out = acc * bag scale; the
 // backward's g = fma(factor, grad, g) in segment order, w = fma(-lr, g, w).
+#include <algorithm>
 #include <cstdint>
 
 #include "embplan/kernel/detail/cpu_features.hpp"
@@ -73,8 +74,8 @@ EMBPLAN_AVX512_INLINE void store_part(T* p, int v, __m512 x, __mmask16 tail) {
 }
 
 // One bag, columns [col, col + NV * width) of the table: sum its rows in
-// lookup order. When prefetch_end > 0, the row prefetch_lookups ahead (if
-// before prefetch_end) is prefetched whole.
+// lookup order. When prefetch_end > 0, the row forward_prefetch_distance
+// lookups ahead (at most the one at prefetch_end - 1) is prefetched whole.
 template <int NV, bool Masked, bool Weighted, class Weight>
 EMBPLAN_AVX512_INLINE void bag_chunk(const forward_table_args<Weight>& a, std::int64_t begin,
                                      std::int64_t end, std::int64_t col, __mmask16 tail,
@@ -84,10 +85,13 @@ EMBPLAN_AVX512_INLINE void bag_chunk(const forward_table_args<Weight>& a, std::i
   for (int v = 0; v < NV; ++v)
     acc[v] = _mm512_setzero_ps();
   const std::int64_t row_bytes = a.dim * static_cast<std::int64_t>(sizeof(Weight));
+  const std::int64_t distance = forward_prefetch_distance(row_bytes);
   for (std::int64_t i = begin; i < end; ++i) {
-    if (i + prefetch_lookups < prefetch_end) {
-      prefetch_bytes(a.weights + index::weight_offset(0, a.indices[i + prefetch_lookups], a.dim),
-                     row_bytes);
+    // Clamped rather than tested: near the table's end the last row is
+    // prefetched again, which costs nothing and keeps the loop branch-free.
+    if (prefetch_end > 0) {
+      const std::int64_t ahead = std::min(i + distance, prefetch_end - 1);
+      prefetch_bytes(a.weights + index::weight_offset(0, a.indices[ahead], a.dim), row_bytes);
     }
     const Weight* row = a.weights + index::weight_offset(0, a.indices[i], a.dim) + col;
     if constexpr (Weighted) {
