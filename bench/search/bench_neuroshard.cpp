@@ -1,8 +1,10 @@
 // NeuroShard's online search (search/column_beam.hpp: beam search + greedy
 // grid search + cost cache, N=10, K=3, L=10, M=11) on NeuroShard-protocol
 // tasks (Table 5: 4 devices / 10-60 tables and 8 devices / 20-120 tables, max
-// dim 128, 4 GB per device), under the analytic cost model; the local search
-// on top of it (search/local_search.hpp) and the TorchRec-like baseline for
+// dim 128, 4 GB per device), under the analytic cost model and under the
+// bundled learned model (data/cost/cpu_compute_model.safetensors, neural_cost:
+// NeuroShard's compute net + analytic communication); the local search on top
+// of it (search/local_search.hpp) and the TorchRec-like baseline for
 // comparison. Goals: median <= 10 ms per task; 1,000 tables on 128 devices
 // (bench/common/bench_task.hpp) <= 1 s.
 // The per-task figures are counters: median_ms and p90_ms over the tasks,
@@ -17,6 +19,7 @@
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/cost/neural.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
@@ -37,10 +40,24 @@ const std::vector<embplan::task>& protocol_tasks(std::size_t devices) {
   return devices == 4 ? four : eight;
 }
 
-template <class Searcher>
+// The cost models benchmarked: the analytic one, and the bundled learned one.
+struct analytic_model {
+  static const embplan::analytic_cost& get() {
+    static const embplan::analytic_cost m;
+    return m;
+  }
+};
+struct learned_model {
+  static const embplan::neural_cost& get() {
+    static const auto m = embplan::neural_cost::load(EMBPLAN_BUNDLED_COMPUTE_MODEL);
+    return m;
+  }
+};
+
+template <class Searcher, class Model = analytic_model>
 void bm_protocol(benchmark::State& state) {
   const auto& tasks = protocol_tasks(static_cast<std::size_t>(state.range(0)));
-  const embplan::analytic_cost model;
+  const auto& model = Model::get();
   const embplan::default_constraint rule;
   const Searcher searcher{};
   std::vector<double> ms;
@@ -66,10 +83,10 @@ void bm_protocol(benchmark::State& state) {
   if (lookups > 0) state.counters["cache_hit"] = hits / lookups;
 }
 
-template <class Searcher>
+template <class Searcher, class Model = analytic_model>
 void bm_large(benchmark::State& state) {
   const auto t = embplan_bench::bench_task(state.range(0), state.range(1));
-  const embplan::analytic_cost model;
+  const auto& model = Model::get();
   const embplan::default_constraint rule;
   for (auto _ : state) {
     auto r = Searcher{}.search(t, model, rule, embplan::neg_max_cost_reward{}, 0);
@@ -99,7 +116,16 @@ BENCHMARK(bm_protocol<embplan::torchrec_like>)
     ->Arg(8)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_protocol<embplan::column_beam, learned_model>)
+    ->Arg(4)
+    ->Arg(8)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_large<embplan::column_beam>)
+    ->Args({1000, 128})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_large<embplan::column_beam, learned_model>)
     ->Args({1000, 128})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

@@ -38,6 +38,7 @@
 // Bandwidths are GB/s; 1 GB/s = 1e6 bytes per millisecond.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -185,8 +186,21 @@ struct analytic_cost {
     }
     const auto per_host = static_cast<std::size_t>(t.cluster.devices_per_host);
     const std::size_t hosts = (n + per_host - 1) / per_host;
-    std::vector<double> host_dim(hosts, 0.0);
-    std::vector<double> host_devices(hosts, 0.0);
+    // Per-host sums; on the stack for up to 16 hosts (the searchers price a
+    // plan this way thousands of times per task).
+    constexpr std::size_t inline_hosts = 16;
+    std::array<double, inline_hosts> dim_buf{};
+    std::array<double, inline_hosts> devices_buf{};
+    std::vector<double> dim_heap;
+    std::vector<double> devices_heap;
+    double* host_dim = dim_buf.data();
+    double* host_devices = devices_buf.data();
+    if (hosts > inline_hosts) {
+      dim_heap.assign(hosts, 0.0);
+      devices_heap.assign(hosts, 0.0);
+      host_dim = dim_heap.data();
+      host_devices = devices_heap.data();
+    }
     double total_dim = 0.0;
     for (std::size_t d = 0; d < n; ++d) {
       host_dim[t.cluster.host_of(d)] += static_cast<double>(dim_sum[d]);

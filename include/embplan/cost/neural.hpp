@@ -3,8 +3,10 @@
 // ComputeCostNet (nn::compute_cost_net: per-table MLP 128-32, sum over the
 // device's pieces, head 32-64-1; MLSys'23 §3.2) run through the packed
 // inference kernels (nn/packed_compute_cost_net.hpp), and whose communication
-// is the analytic all-to-all model (cost/analytic.hpp) — say so where figures
-// are shown.
+// is the analytic all-to-all model (cost/analytic.hpp) or, when given one,
+// NeuroShard's learned forward / backward communication models (neural_comm,
+// cost/neural_comm.hpp) — say which where figures are shown
+// (communication_name()).
 //
 // A model predicts forward + backward compute of the fused pieces at the
 // batch size it was measured at (`metadata.batch_size`); a task's batch scales
@@ -24,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "embplan/concepts/cost_model.hpp"
@@ -33,6 +36,7 @@
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/features.hpp"
+#include "embplan/cost/neural_comm.hpp"
 #include "embplan/io/safetensors.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/packed_compute_cost_net.hpp"
@@ -68,6 +72,26 @@ class neural_cost {
     }
   }
 
+  // Learned compute and learned communication (a task whose device count is
+  // not the comm model's is refused by communication()).
+  neural_cost(const nn::compute_cost_net& net, neural_cost_metadata meta, neural_comm comm)
+      : neural_cost(net, std::move(meta)) {
+    comm_ = std::move(comm);
+  }
+
+  // This model with another communication model, e.g.
+  // neural_cost::load(compute_path).with_communication(neural_comm::load(comm_path)).
+  neural_cost with_communication(neural_comm comm) const {
+    neural_cost out = *this;
+    out.comm_ = std::move(comm);
+    return out;
+  }
+
+  // "analytic" or "neural_comm".
+  std::string_view communication_name() const noexcept {
+    return std::visit([](const auto& c) -> std::string_view { return c.name(); }, comm_);
+  }
+
   std::string_view name() const noexcept { return "neural"; }
   const neural_cost_metadata& metadata() const { return require().meta; }
   const nn::compute_cost_net& network() const { return require().net; }
@@ -82,10 +106,27 @@ class neural_cost {
       for (Eigen::Index c = 0; c < f; ++c)
         x(static_cast<Eigen::Index>(i), c) = row[static_cast<std::size_t>(c)];
     }
-    const double scale = static_cast<double>(t.batch_size) / static_cast<double>(s.meta.batch_size);
-    const double total = group.empty() ? 0.0 : static_cast<double>(s.packed(x)) * scale;
-    return compute_cost{.fwd_ms = total * s.meta.forward_share,
-                        .bwd_ms = total * (1.0 - s.meta.forward_share)};
+    return scaled(s, t, group.empty() ? 0.0f : s.packed(x), group.empty());
+  }
+
+  // compute() in two stages, for a planner that sums per-piece latents itself
+  // (search/detail/piecewise.hpp): compute(t, group, d) is bitwise
+  // from_latent_sum(t, sum, group.size()), sum = 0 + piece_latent(group[0])
+  // + piece_latent(group[1]) + ... in float, in group order
+  // (nn::packed_compute_cost_net::latent and head).
+  std::size_t latent_size() const {
+    return static_cast<std::size_t>(require().packed.latent_size());
+  }
+  // out: latent_size() floats.
+  void piece_latent(const task& t, const shard& piece, float* out) const {
+    const state& s = require();
+    std::vector<float> row(cost::feature_count(s.meta.features));
+    cost::table_features(embplan::piece_table(t, piece), s.meta.features, row);
+    s.packed.latent(row.data(), out);
+  }
+  compute_cost from_latent_sum(const task& t, const float* latent_sum, std::size_t pieces) const {
+    const state& s = require();
+    return scaled(s, t, pieces == 0 ? 0.0f : s.packed.head(latent_sum), pieces == 0);
   }
 
   double shard_cost(const task& t, const shard& s) const {
@@ -94,7 +135,7 @@ class neural_cost {
 
   void communication(const task& t, std::span<const std::int64_t> dim_sum,
                      std::span<const double> start_ms, std::span<comm_cost> out) const {
-    comm_.communication(t, dim_sum, start_ms, out);
+    std::visit([&](const auto& c) { c.communication(t, dim_sum, start_ms, out); }, comm_);
   }
 
   // ------------------------------------------------------------ files
@@ -167,6 +208,14 @@ class neural_cost {
     neural_cost_metadata meta;
   };
 
+  // The net's prediction at the training batch -> this task's compute cost.
+  static compute_cost scaled(const state& s, const task& t, float predicted, bool empty) {
+    const double scale = static_cast<double>(t.batch_size) / static_cast<double>(s.meta.batch_size);
+    const double total = empty ? 0.0 : static_cast<double>(predicted) * scale;
+    return compute_cost{.fwd_ms = total * s.meta.forward_share,
+                        .bwd_ms = total * (1.0 - s.meta.forward_share)};
+  }
+
   const state& require() const {
     if (!state_) {
       embplan::detail::fail("neural_cost", "(empty)", "a model (construct or load one)");
@@ -213,7 +262,7 @@ class neural_cost {
   }
 
   std::shared_ptr<const state> state_;
-  analytic_cost comm_{};
+  std::variant<analytic_cost, neural_comm> comm_{};
 };
 static_assert(cost_model<neural_cost>);
 

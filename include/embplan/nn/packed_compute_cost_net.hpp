@@ -137,6 +137,58 @@ class packed_compute_cost_net {
     }
   }
 
+  // The two stages of operator(), for a caller that sums latents itself (the
+  // planners' piecewise pricing, search/detail/piecewise.hpp):
+  //   operator()(x) == head(s), s = 0 + latent(x_0) + latent(x_1) + ... in
+  // float, row by row in order, bitwise: a row's latent is computed by the
+  // same kernel and the same sequence of operations whatever rows surround it
+  // (each row of a register block has its own accumulators), and operator()
+  // adds the rows' latents into the sum one row at a time, in row order.
+  // latent: one row of raw features (table_features() floats) -> the table
+  // MLP's output, latent_size() floats.
+  void latent(const float* features, float* out) const {
+    alignas(64) float scratch[stack_floats];
+    std::vector<float> heap;
+    float* buf = scratch;
+    if (scratch_floats_ > stack_floats) {
+      heap.resize(scratch_floats_);
+      buf = heap.data();
+    }
+    switch (kernel_) {
+#ifdef EMBPLAN_NN_X86_KERNELS
+      case simd_kernel::avx512:
+        return latent_of<detail::avx512_ops>(features, buf, out);
+      case simd_kernel::avx2:
+        return latent_of<detail::avx2_ops>(features, buf, out);
+#endif
+      default:
+        return latent_of<detail::scalar_ops>(features, buf, out);
+    }
+  }
+
+  // head: a sum of latents (latent_size() floats) -> the predicted cost.
+  float head(const float* latent_sum) const {
+    alignas(64) float scratch[stack_floats];
+    std::vector<float> heap;
+    float* buf = scratch;
+    if (2 * head_width_ > stack_floats) {
+      heap.resize(2 * head_width_);
+      buf = heap.data();
+    }
+    std::fill_n(buf, head_width_, 0.0f);
+    std::copy_n(latent_sum, latent_, buf);
+    switch (kernel_) {
+#ifdef EMBPLAN_NN_X86_KERNELS
+      case simd_kernel::avx512:
+        return head_of<detail::avx512_ops>(buf, buf + head_width_);
+      case simd_kernel::avx2:
+        return head_of<detail::avx2_ops>(buf, buf + head_width_);
+#endif
+      default:
+        return head_of<detail::scalar_ops>(buf, buf + head_width_);
+    }
+  }
+
   // The kernel in use (never automatic).
   simd_kernel kernel() const noexcept {
     return kernel_;
@@ -309,14 +361,35 @@ class packed_compute_cost_net {
       }
       Ops::layer_sum(in, width_, n, view(table_layers_.back()), sum, tmp);
     }
+    return head_of<Ops>(sum, head);
+  }
+
+  // The head MLP on `sum` (head_width_ floats, zero past the latent; it is
+  // overwritten), with `other` (head_width_ floats) as scratch.
+  template <class Ops>
+  float head_of(float* sum, float* other) const {
     float* in = sum;
-    float* out = head;
+    float* out = other;
     for (const layer_desc& d : head_layers_) {
       Ops::vecmat(in, view(d), out);
       std::swap(in, out);
     }
     const float y = Ops::dot(in, data_.data() + out_w_, out_k_pad_) + out_b_;
     return out_relu_ ? std::max(y, 0.0f) : y;
+  }
+
+  // run()'s table side for one row, the last layer stored instead of summed.
+  template <class Ops>
+  void latent_of(const float* x, float* scratch, float* latent) const {
+    float* in = scratch;
+    float* out = in + width_;
+    const detail::norm_view nv{data_.data() + mean_, data_.data() + inv_std_, features_};
+    Ops::normalize(x, features_, 1, nv, in, width_);
+    for (const layer_desc& d : table_layers_) {
+      Ops::layer(in, width_, 1, view(d), out, width_);
+      std::swap(in, out);
+    }
+    std::copy_n(in, latent_, latent);
   }
 };
 

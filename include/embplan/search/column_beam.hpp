@@ -2,8 +2,11 @@
 // column_beam: NeuroShard's online search (§3.3, Alg. 1 with Alg. 2 inside).
 // The outer loop is a beam search over column-wise splits; each state's
 // table-wise plan is found by the greedy grid search (grid_greedy), and both
-// share one device-cost cache per search call (§3.3, "Implementation with
-// caching"):
+// share one cost cache per search call (§3.3, "Implementation with caching"):
+// device costs keyed by the device's multiset of pieces, or — for a model
+// whose device cost folds per-piece terms (the analytic and learned models;
+// detail/piecewise.hpp) — each piece's cost and term, with the devices' folds
+// kept by the grid search as it places pieces (detail/grid_engine.hpp):
 //   column_beam{.candidates = 10, .width = 3, .steps = 10, .grid = 11}
 // (N, K, L, M — the paper's defaults, §4 "Implementation details").
 //

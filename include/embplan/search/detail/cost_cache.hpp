@@ -22,7 +22,15 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "embplan/core/costs.hpp"
 #include "embplan/core/plan.hpp"
@@ -74,11 +82,11 @@ inline multiset_key piece_key(const shard& s) noexcept {
 struct device_kinds {
   std::vector<std::uint32_t> kind_of;
   std::vector<multiset_key> salt;
+  std::vector<std::size_t> representative;  // per kind: its first device
 
   explicit device_kinds(const task& t) {
     const std::size_t devices = t.cluster.size();
     kind_of.resize(devices);
-    std::vector<std::size_t> representative;
     for (std::size_t d = 0; d < devices; ++d) {
       std::size_t k = 0;
       while (k < representative.size() &&
@@ -97,31 +105,105 @@ struct device_kinds {
   multiset_key empty(std::size_t d) const noexcept { return salt[kind_of[d]]; }
 };
 
+// Storage of key_map's slots. A search's cache can reach tens of megabytes
+// (1,000 tables on 128 devices: ~800k device sets), where nearly every lookup
+// misses the TLB as well as the caches; on Linux, tables of 2 MiB and more ask
+// for transparent huge pages (a hint: where the kernel refuses, nothing
+// changes but speed). Zero-filled, so every slot starts empty.
+template <class T>
+class slot_array {
+ public:
+  slot_array() = default;
+  explicit slot_array(std::size_t n) : n_(n) {
+    const std::size_t bytes = n * sizeof(T);
+    align_ = bytes >= huge_page ? huge_page : alignof(std::max_align_t);
+    const std::size_t rounded = (bytes + align_ - 1) / align_ * align_;
+    data_ = static_cast<T*>(::operator new (rounded, std::align_val_t{align_}));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (align_ == huge_page) ::madvise(data_, rounded, MADV_HUGEPAGE);
+#endif
+    std::memset(static_cast<void*>(data_), 0, rounded);
+  }
+  slot_array(const slot_array&) = delete;
+  slot_array& operator=(const slot_array&) = delete;
+  slot_array(slot_array&& o) noexcept {
+    swap(o);
+  }
+  slot_array& operator=(slot_array&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ~slot_array() {
+    if (data_) ::operator delete (data_, std::align_val_t{align_});
+  }
+
+  void swap(slot_array& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(n_, o.n_);
+    std::swap(align_, o.align_);
+  }
+  std::size_t size() const noexcept {
+    return n_;
+  }
+  T& operator[](std::size_t i) noexcept {
+    return data_[i];
+  }
+  const T& operator[](std::size_t i) const noexcept {
+    return data_[i];
+  }
+  T* begin() noexcept {
+    return data_;
+  }
+  T* end() noexcept {
+    return data_ + n_;
+  }
+
+ private:
+  static constexpr std::size_t huge_page = std::size_t{2} << 20;
+  T* data_ = nullptr;
+  std::size_t n_ = 0;
+  std::size_t align_ = alignof(std::max_align_t);
+};
+
 // Open addressing with linear probing over 128-bit keys; grows at half load.
+// A slot is empty when its key is zero (zero-filled storage); the one key that
+// is zero is stored as `zero_stand_in` instead — like any two distinct
+// multisets with equal keys, a collision of probability ~2^-128.
 template <class Value>
 class key_map {
+  static_assert(std::is_trivially_copyable_v<Value> && std::is_trivially_destructible_v<Value>,
+                "key_map stores values in zero-filled storage");
+
  public:
-  explicit key_map(std::size_t capacity = 1 << 14) {
-    slots_.resize(std::bit_ceil(capacity < 16 ? std::size_t{16} : capacity));
-  }
+  explicit key_map(std::size_t capacity = 1 << 14)
+      : slots_(std::bit_ceil(capacity < 16 ? std::size_t{16} : capacity)) {}
 
   // The value stored under `key`, or make() stored and returned on a miss.
   template <class Make>
   Value get(const multiset_key& key, Make&& make) {
+    return ref(key, std::forward<Make>(make));
+  }
+
+  // get(), by reference: valid until the next call that may store a value.
+  template <class Make>
+  const Value& ref(multiset_key key, Make&& make) {
     ++lookups_;
+    if (key == multiset_key{}) key = zero_stand_in;
     const std::size_t mask = slots_.size() - 1;
     std::size_t i = static_cast<std::size_t>(key.lo) & mask;
-    while (slots_[i].used) {
+    while (slots_[i].key != multiset_key{}) {
       if (slots_[i].key == key) {
         ++hits_;
         return slots_[i].value;
       }
       i = (i + 1) & mask;
     }
-    Value value = make();
-    slots_[i] = slot{key, value, true};
-    if (2 * ++size_ > slots_.size()) grow();
-    return value;
+    slots_[i] = slot{key, make()};
+    if (2 * ++size_ > slots_.size()) {
+      grow();
+      return find(key);
+    }
+    return slots_[i].value;
   }
 
   std::uint64_t lookups() const noexcept { return lookups_; }
@@ -130,26 +212,35 @@ class key_map {
   std::size_t size() const noexcept { return size_; }
 
  private:
+  static constexpr multiset_key zero_stand_in{0x9e3779b97f4a7c15ULL, 0x2545f4914f6cdd1dULL};
+
   struct slot {
     multiset_key key;
-    Value value{};
-    bool used = false;
+    Value value;
   };
 
+  const Value& find(const multiset_key& key) const noexcept {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = static_cast<std::size_t>(key.lo) & mask;
+    while (slots_[i].key != key)
+      i = (i + 1) & mask;
+    return slots_[i].value;
+  }
+
   void grow() {
-    std::vector<slot> old(slots_.size() * 2);
+    slot_array<slot> old(slots_.size() * 2);
     old.swap(slots_);
     const std::size_t mask = slots_.size() - 1;
     for (const auto& s : old) {
-      if (!s.used) continue;
+      if (s.key == multiset_key{}) continue;
       std::size_t i = static_cast<std::size_t>(s.key.lo) & mask;
-      while (slots_[i].used)
+      while (slots_[i].key != multiset_key{})
         i = (i + 1) & mask;
       slots_[i] = s;
     }
   }
 
-  std::vector<slot> slots_;
+  slot_array<slot> slots_;
   std::size_t size_ = 0;
   std::uint64_t lookups_ = 0;
   std::uint64_t hits_ = 0;

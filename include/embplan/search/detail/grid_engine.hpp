@@ -20,8 +20,9 @@
 //  - a bound is an integer (device dims are), so grid points with the same
 //    floor are run once;
 //  - bounds run in ascending order. At a step where the bound refuses a device
-//    that the constraint admits and that would have won, the step's critical
-//    bound is the device dim that device would need; a looser bound makes the
+//    that would have won, the step's critical bound is the least device dim
+//    such a device would need (whether the constraint admits it is not asked:
+//    a lower critical bound only reruns steps); a looser bound makes the
 //    same choices up to the first step whose critical bound it reaches. So the
 //    next bound's pass resumes at that step (its state rebuilt by replaying
 //    the recorded choices, without pricing each step); bounds below every
@@ -33,9 +34,16 @@
 // (memory and the constraint only) — NeuroShard's code would return no plan;
 // the beam search then still compares it with its split states.
 //
-// Device choice is a linear scan over the devices' (cost, memory, index):
-// O(D) per step (a heap, as in search/greedy.hpp, churns when a tight bound
-// refuses most devices).
+// The devices are kept sorted by the greedy's key (cost, memory, index): a
+// step walks them from the cheapest to the first one the bound and the
+// constraint admit, O(its rank) instead of O(D), then moves the chosen device
+// to its new place (a binary search and a shift).
+// A model whose device compute is a fold over per-piece terms with a cheap
+// finish (piecewise.hpp, cache_groups = false: the analytic and the neural
+// model) has each device's fold kept in the pass state and extended as pieces
+// are placed, instead of a cache look-up per step; this gives bitwise the
+// cached figure (see place()), and the cache then holds single-piece costs
+// only.
 
 #include <algorithm>
 #include <bit>
@@ -178,18 +186,20 @@ class grid_engine {
       bool placed_all = true;
       for (std::size_t step = from_step; step < n; ++step) {
         std::int64_t critical = no_dim_bound;
-        const std::size_t chosen = choose_by_scan(step, bound, critical);
+        std::size_t pos = 0;
+        const std::size_t chosen = choose(step, bound, critical, pos);
         if (critical != no_dim_bound) binds_.push_back(bind{step, critical});
         if (chosen == devices) {
           placed_all = false;
           if (want_message) {
-            // Name the dim bound only where it refused a device.
+            // Name the dim bound only where it refused a device the
+            // constraint admits.
             failure = no_device_for_piece(t_, cur_.st, order_shards_[step], rule_,
-                                          critical != no_dim_bound ? bound : no_dim_bound);
+                                          bound_refused(step, bound) ? bound : no_dim_bound);
           }
           break;
         }
-        place(step, chosen);
+        place(step, chosen, pos);
       }
       if (placed_all) {
         const double cost = pricer_.max_ms(t_, model_, cur_.compute, cur_.st.dim_sum);
@@ -244,58 +254,95 @@ class grid_engine {
     placement_state st;
     std::vector<multiset_key> key;
     std::vector<compute_cost> compute;
-    std::vector<double> load;        // compute[d].total_ms(), the greedy's device cost
-    std::vector<std::int64_t> head;  // last step placed on each device, -1 if none
+    std::vector<double> load;         // compute[d].total_ms(), the greedy's device cost
+    std::vector<std::int64_t> head;   // last step placed on each device, -1 if none
+    std::vector<std::uint32_t> rank;  // the devices in the greedy's order (before())
+    std::vector<typename group_pricer<CostModel>::sum_type> sum;  // folds (price_.folds())
   };
 
-  // The admitted device with the smallest (cost, memory, index) within the
-  // bound; `devices` if none. `critical`: the smallest bound that would have
-  // let a device the bound refused, the constraint admits and whose key is
-  // below the chosen one's, win this step (no_dim_bound if there is none).
-  bool before(std::size_t a, std::size_t b) const noexcept {
-    const double la = cur_.load[a];
-    const double lb = cur_.load[b];
+  // Strict total order of the greedy's device choice: (cost, memory, index).
+  static bool before(const pass_state& ps, std::size_t a, std::size_t b) noexcept {
+    const double la = ps.load[a];
+    const double lb = ps.load[b];
     if (la != lb) return la < lb;
-    if (cur_.st.memory_bytes[a] != cur_.st.memory_bytes[b])
-      return cur_.st.memory_bytes[a] < cur_.st.memory_bytes[b];
+    if (ps.st.memory_bytes[a] != ps.st.memory_bytes[b])
+      return ps.st.memory_bytes[a] < ps.st.memory_bytes[b];
     return a < b;
   }
+  bool before(std::size_t a, std::size_t b) const noexcept { return before(cur_, a, b); }
 
-  // Smallest key among the devices within the bound, then the constraint on
-  // that one only; a refused device is set aside and the scan repeated.
-  std::size_t choose_by_scan(std::size_t step, std::int64_t bound, std::int64_t& critical) {
+  // The admitted device with the smallest (cost, memory, index) within the
+  // bound; `devices` if none; `pos` its place in cur_.rank. `critical`: at
+  // most the smallest bound that would have let a device the bound refused
+  // and whose key is below the chosen one's win this step (no_dim_bound if
+  // there is none).
+  // cur_.rank holds the devices in that order, so the walk visits exactly the
+  // devices ranked before the choice (those a scan of all devices would find
+  // below it) and stops at the first one within the bound that the constraint
+  // admits: the same choice as comparing every device, in O(rank of the
+  // choice) instead of O(D).
+  std::size_t choose(std::size_t step, std::int64_t bound, std::int64_t& critical,
+                     std::size_t& pos) {
     const std::size_t devices = t_.cluster.size();
     shard s = order_shards_[step];
     const std::int64_t room = bound - s.cols();
     const std::int64_t* dim = cur_.st.dim_sum.data();
-    std::size_t chosen = devices;
-    set_aside_.clear();
-    for (;;) {
-      std::size_t best = devices;
-      for (std::size_t d = 0; d < devices; ++d) {
-        if (dim[d] > room) continue;
-        if (best == devices || before(d, best)) best = d;
+    const std::uint32_t* rank = cur_.rank.data();
+    for (std::size_t p = 0; p < devices; ++p) {
+      const std::uint32_t d = rank[p];
+      s.device = d;
+      if (dim[d] > room) {
+        // Refused by the bound (need > bound): a candidate critical bound.
+        // The constraint is not asked: a critical bound below the true one
+        // (a device the constraint would refuse too) only makes a looser
+        // bound rerun steps that it then repeats, never skip one that would
+        // change; and the constraint rarely refuses a device the greedy
+        // would pick.
+        critical = std::min(critical, dim[d] + s.cols());
+        continue;
       }
-      if (best == devices) break;
-      s.device = static_cast<std::uint32_t>(best);
       if (rule_.admits(t_, cur_.st, s)) {
-        chosen = best;
-        break;
+        pos = p;
+        return d;
       }
-      // Rare (memory nearly full): exclude it by hiding it behind the bound.
-      set_aside_.push_back({best, cur_.st.dim_sum[best]});
-      cur_.st.dim_sum[best] = no_dim_bound;
     }
-    for (const auto& [d, v] : set_aside_)
-      cur_.st.dim_sum[d] = v;
-    for (std::size_t d = 0; d < devices; ++d) {
-      const std::int64_t need = dim[d] + s.cols();
-      if (need <= bound || need >= critical) continue;
-      if (chosen != devices && !before(d, chosen)) continue;
+    return devices;
+  }
+
+  // Whether the bound refused, at `step`, a device the constraint admits.
+  bool bound_refused(std::size_t step, std::int64_t bound) const {
+    shard s = order_shards_[step];
+    for (std::size_t d = 0; d < t_.cluster.size(); ++d) {
       s.device = static_cast<std::uint32_t>(d);
-      if (rule_.admits(t_, cur_.st, s)) critical = need;
+      if (cur_.st.dim_sum[d] + s.cols() > bound && rule_.admits(t_, cur_.st, s)) return true;
     }
-    return chosen;
+    return false;
+  }
+
+  // Device `d`, at cur_.rank[pos], changed its key: move it to its place.
+  void rerank(std::size_t d, std::size_t pos) {
+    std::uint32_t* r = cur_.rank.data();
+    const std::size_t n = cur_.rank.size();
+    const auto du = static_cast<std::uint32_t>(d);
+    if (pos + 1 < n && before(r[pos + 1], d)) {
+      // Moves right: the first entry after pos that d precedes.
+      const std::uint32_t* at =
+          std::partition_point(r + pos + 1, r + n, [&](std::uint32_t e) { return before(e, d); });
+      const auto to = static_cast<std::size_t>(at - r) - 1;
+      std::copy(r + pos + 1, r + to + 1, r + pos);
+      r[to] = du;
+    } else if (pos > 0 && before(d, r[pos - 1])) {
+      const std::uint32_t* at =
+          std::partition_point(r, r + pos, [&](std::uint32_t e) { return before(e, d); });
+      const auto to = static_cast<std::size_t>(at - r);
+      std::copy_backward(r + to, r + pos, r + pos + 1);
+      r[to] = du;
+    }
+  }
+
+  static void sort_rank(pass_state& ps) {
+    std::sort(ps.rank.begin(), ps.rank.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return before(ps, a, b); });
   }
 
   // cur_ = the trajectory's state before step `to`, from `base`, the state
@@ -312,11 +359,19 @@ class grid_engine {
       cur_.head[d] = static_cast<std::int64_t>(step);
     }
     const std::size_t devices = t_.cluster.size();
+    if (price_.folds()) {
+      for (std::size_t step = base_step; step < to; ++step) {
+        const std::size_t d = device_at_[step];
+        price_.add(cur_.sum[d], order_terms_[kinds_.kind_of[d] * order_.size() + step]);
+      }
+    }
     for (std::size_t d = 0; d < devices; ++d) {
       if (cur_.key[d] == base.key[d]) continue;
-      cur_.compute[d] = cache_.get(cur_.key[d], [&] { return price_group(d); });
+      cur_.compute[d] = price_.folds() ? price_.finish(cur_.sum[d], cur_.st.shard_count[d], d)
+                                       : cache_.get(cur_.key[d], [&] { return price_group(d); });
       cur_.load[d] = cur_.compute[d].total_ms();
     }
+    sort_rank(cur_);
   }
 
   // The pieces on device d in cur_, in placement order, priced.
@@ -357,11 +412,22 @@ class grid_engine {
       order_shards_[k] = pieces[keys_[k].index].s;
       order_keys_[k] = pieces[keys_[k].index].key;
     }
+    if (price_.folds()) {
+      const std::size_t kinds = kinds_.salt.size();
+      order_terms_.resize(kinds * n);
+      for (std::size_t kind = 0; kind < kinds; ++kind) {
+        const std::size_t device = kinds_.representative[kind];
+        for (std::size_t k = 0; k < n; ++k)
+          order_terms_[kind * n + k] = price_.term(order_shards_[k], order_keys_[k], device);
+      }
+    }
   }
 
   void reset(pass_state& ps) {
     const std::size_t devices = t_.cluster.size();
-    ps.st = placement_state(devices);
+    ps.st.memory_bytes.assign(devices, 0);
+    ps.st.dim_sum.assign(devices, 0);
+    ps.st.shard_count.assign(devices, 0);
     ps.key.resize(devices);
     ps.compute.resize(devices);
     ps.load.resize(devices);
@@ -372,9 +438,14 @@ class grid_engine {
           cache_.get(ps.key[d], [&] { return model_.compute(t_, std::span<const shard>(), d); });
       ps.load[d] = ps.compute[d].total_ms();
     }
+    ps.sum.assign(devices, price_.start());
+    ps.rank.resize(devices);
+    for (std::size_t d = 0; d < devices; ++d)
+      ps.rank[d] = static_cast<std::uint32_t>(d);
+    sort_rank(ps);
   }
 
-  void place(std::size_t step, std::size_t d) {
+  void place(std::size_t step, std::size_t d, std::size_t pos) {
     // placement_state::place with the bytes computed once per piece.
     cur_.st.memory_bytes[d] =
         checked_add(cur_.st.memory_bytes[d], order_bytes_[step], "device memory");
@@ -384,8 +455,20 @@ class grid_engine {
     prev_at_[step] = cur_.head[d];
     cur_.head[d] = static_cast<std::int64_t>(step);
     device_at_[step] = static_cast<std::uint32_t>(d);
-    cur_.compute[d] = cache_.get(cur_.key[d], [&] { return price_group(d); });
+    if (price_.folds()) {
+      // The device's pieces are always folded in step order, the order
+      // price_group() would give them, and the cached cost of a set is the
+      // fold in that order too (pieces are placed in one order of their keys
+      // in every grid run: prepare_order's, a total order on keys up to
+      // pieces with equal keys and terms). So the fold extended by this
+      // piece is bitwise the cost the cache would return for the new set.
+      price_.add(cur_.sum[d], order_terms_[kinds_.kind_of[d] * order_.size() + step]);
+      cur_.compute[d] = price_.finish(cur_.sum[d], cur_.st.shard_count[d], d);
+    } else {
+      cur_.compute[d] = cache_.get(cur_.key[d], [&] { return price_group(d); });
+    }
     cur_.load[d] = cur_.compute[d].total_ms();
+    rerank(d, pos);
   }
 
   const task& t_;
@@ -396,12 +479,13 @@ class grid_engine {
   group_pricer<CostModel> price_;
   plan_pricer pricer_;
 
-  std::vector<std::size_t> order_;          // step -> input index
-  std::vector<shard> order_shards_;         // step -> shard
-  std::vector<multiset_key> order_keys_;    // step -> key
-  std::vector<std::uint64_t> order_bytes_;  // step -> shard_bytes
-  std::vector<std::uint32_t> device_at_;    // step -> device in the current pass
-  std::vector<std::int64_t> prev_at_;       // step -> previous step on the same device
+  std::vector<std::size_t> order_;                                        // step -> input index
+  std::vector<shard> order_shards_;                                       // step -> shard
+  std::vector<multiset_key> order_keys_;                                  // step -> key
+  std::vector<std::uint64_t> order_bytes_;                                // step -> shard_bytes
+  std::vector<typename group_pricer<CostModel>::term_type> order_terms_;  // kind x step -> term
+  std::vector<std::uint32_t> device_at_;  // step -> device in the current pass
+  std::vector<std::int64_t> prev_at_;     // step -> previous step on the same device
   struct bind {
     std::size_t step;       // a step of the current trajectory where the bound bit
     std::int64_t critical;  // the least bound that would change that step
@@ -410,7 +494,6 @@ class grid_engine {
   pass_state from_;   // the state the current pass started from
   pass_state empty_;  // no piece placed
   std::vector<bind> binds_;
-  std::vector<std::pair<std::size_t, std::int64_t>> set_aside_;
   std::vector<shard> group_;
   std::vector<multiset_key> group_keys_;
   std::vector<order_key> keys_;

@@ -1,18 +1,28 @@
 #pragma once
 // An optional fast path for pricing a device on a cache miss. Most of a
 // search's misses are a device that already held a priced set plus one piece;
-// a cost model whose device compute is a fixed function of per-piece terms
-// (the analytic model: one launch + the sum of its pieces' forward times;
-// NeuroShard's compute net: a head MLP over the sum of per-table embeddings)
-// can then be priced from per-piece terms computed once each. A model opts in
-// by specialising piecewise_compute<Model> with
-//   using term = ...;                                   // a piece's contribution
-//   static term piece(model, task, shard, device);      // the piece on that device
-//   static compute_cost group(model, task, std::span<const term>, device);
-// and group() must return exactly what model.compute() returns for the same
-// pieces in the same order (the searchers' results may not depend on the path).
+// a cost model whose device compute is a left fold over per-piece terms
+// followed by a fixed function (the analytic model: one launch + the sum of
+// its pieces' forward times; NeuroShard's compute net: a head MLP over the sum
+// of per-table latents) can then be priced from per-piece terms computed once
+// each. A model opts in by specialising piecewise_compute<Model> with
+//   using term = ...;                                  // a piece's contribution
+//   using sum = ...;                                   // a fold in progress
+//   static bool usable(model);                         // false: use compute()
+//   static term piece(model, task, shard, device);     // the piece on that device
+//   static sum start(model);                           // no piece yet
+//   static void add(model, sum&, const term&);        // one more piece, at the end
+//   static compute_cost finish(model, task, const sum&, pieces, device);
+//   static constexpr bool cache_groups;                // see below
+// and start, add in group order, finish must return exactly what
+// model.compute() returns for the same pieces in the same order (the
+// searchers' results may not depend on the path).
+// cache_groups = false says finish() costs less than a look-up in a large
+// cache (a few additions): the grid search then folds each device's pieces
+// as it places them and keeps no device costs in the cache (see grid_engine).
 // Without a specialisation the searchers call model.compute() on every miss.
 
+#include <array>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -22,6 +32,7 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/cost/neural.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
 
 namespace embplan::search::detail {
@@ -37,19 +48,64 @@ struct piecewise_compute {
 template <>
 struct piecewise_compute<analytic_cost> {
   static constexpr bool enabled = true;
+  static constexpr bool cache_groups = false;
   using term = double;
+  using sum = double;
+
+  static bool usable(const analytic_cost&) noexcept { return true; }
 
   static term piece(const analytic_cost& m, const task& t, const shard& s, std::size_t device) {
     return m.piece_forward_ms(t, s, device);
   }
 
-  static compute_cost group(const analytic_cost& m, const task&, std::span<const term> terms,
-                            std::size_t) {
-    if (terms.empty()) return {};
-    double fwd_ms = m.options.kernel_launch_ms;
-    for (const double v : terms)
-      fwd_ms += v;
+  static sum start(const analytic_cost& m) noexcept { return m.options.kernel_launch_ms; }
+  static void add(const analytic_cost&, sum& fwd_ms, term v) noexcept { fwd_ms += v; }
+
+  static compute_cost finish(const analytic_cost& m, const task&, sum fwd_ms, std::size_t pieces,
+                             std::size_t) noexcept {
+    if (pieces == 0) return {};
     return compute_cost{.fwd_ms = fwd_ms, .bwd_ms = m.options.backward_factor * fwd_ms};
+  }
+};
+
+// neural_cost::compute: the head MLP over the float sum of the pieces' table-MLP
+// latents, added in group order from zero (neural_cost::from_latent_sum). A
+// term is a piece's latent (the 32 floats after NeuroShard's table MLP, up to
+// max_latent), computed once per piece; the fold adds latents the way the
+// packed net's fused sum does, so the result is bitwise compute()'s. Finishing
+// runs only the head MLP (32x64 and 64x1, ~2k multiply-adds), which measured
+// cheaper than a look-up in the search's cache once that outgrows the CPU
+// caches (1,000 tables on 128 devices: ~1.4M device sets, 2.2 s -> 1.5 s of
+// CPU), so device costs are folded, not cached (cache_groups = false).
+template <>
+struct piecewise_compute<neural_cost> {
+  static constexpr bool enabled = true;
+  static constexpr bool cache_groups = false;
+  static constexpr std::size_t max_latent = 64;
+  struct term {
+    std::array<float, max_latent> v{};
+  };
+  using sum = term;
+
+  // A net with a wider latent is priced by compute() (no piecewise path).
+  static bool usable(const neural_cost& m) { return m.latent_size() <= max_latent; }
+
+  static term piece(const neural_cost& m, const task& t, const shard& s, std::size_t) {
+    term out;
+    m.piece_latent(t, s, out.v.data());
+    return out;
+  }
+
+  static sum start(const neural_cost&) noexcept { return {}; }
+  static void add(const neural_cost&, sum& acc, const term& x) noexcept {
+    // Entries past the latent are zero in both, and stay zero.
+    for (std::size_t i = 0; i < max_latent; ++i)
+      acc.v[i] += x.v[i];
+  }
+
+  static compute_cost finish(const neural_cost& m, const task& t, const sum& acc,
+                             std::size_t pieces, std::size_t) {
+    return m.from_latent_sum(t, acc.v.data(), pieces);
   }
 };
 
@@ -57,42 +113,91 @@ struct piecewise_compute<analytic_cost> {
 // model offers it (piece terms cached per device kind), else model.compute().
 template <cost_model CostModel>
 class group_pricer {
+  template <class M>
+  struct types_of {
+    using term = char;
+    using sum = char;
+  };
+  template <class M>
+  requires piecewise_compute<M>::enabled struct types_of<M> {
+    using term = typename piecewise_compute<M>::term;
+    using sum = typename piecewise_compute<M>::sum;
+  };
+
  public:
+  using term_type = typename types_of<CostModel>::term;
+  using sum_type = typename types_of<CostModel>::sum;
+
   group_pricer(const task& t, const CostModel& model, const device_kinds& kinds)
-      : t_(t), model_(model), kinds_(kinds) {}
+      : t_(t), model_(model), kinds_(kinds) {
+    if constexpr (piecewise_compute<CostModel>::enabled)
+      piecewise_ = piecewise_compute<CostModel>::usable(model);
+  }
+
+  // Whether pieces are priced by terms (piecewise_compute), and whether the
+  // grid search should fold device costs itself instead of caching them.
+  bool piecewise() const noexcept { return piecewise_; }
+  bool folds() const noexcept {
+    if constexpr (piecewise_compute<CostModel>::enabled) {
+      return piecewise_ && !piecewise_compute<CostModel>::cache_groups;
+    } else {
+      return false;
+    }
+  }
 
   // `group` holds shards placed on `device`; keys[i] = piece_key(group[i]).
   compute_cost operator()(std::span<const shard> group, std::span<const multiset_key> keys,
                           std::size_t device) {
     if constexpr (piecewise_compute<CostModel>::enabled) {
-      using pw = piecewise_compute<CostModel>;
-      terms_.clear();
-      for (std::size_t i = 0; i < group.size(); ++i) {
-        terms_.push_back(terms_cache_.get(kinds_.empty(device) + keys[i],
-                                          [&] { return pw::piece(model_, t_, group[i], device); }));
+      if (piecewise_) {
+        sum_type acc = start();
+        for (std::size_t i = 0; i < group.size(); ++i)
+          add(acc, group[i], keys[i], device);
+        return finish(acc, group.size(), device);
       }
-      return pw::group(model_, t_, std::span<const typename pw::term>(terms_), device);
+    }
+    return model_.compute(t_, group, device);
+  }
+
+  // The fold, one piece at a time (only where piecewise()).
+  sum_type start() const {
+    if constexpr (piecewise_compute<CostModel>::enabled) {
+      return piecewise_compute<CostModel>::start(model_);
     } else {
-      return model_.compute(t_, group, device);
+      return {};
+    }
+  }
+  void add(sum_type& acc, const shard& s, const multiset_key& key, std::size_t device) {
+    add(acc, term(s, key, device));
+  }
+  void add(sum_type& acc, const term_type& v) const {
+    if constexpr (piecewise_compute<CostModel>::enabled)
+      piecewise_compute<CostModel>::add(model_, acc, v);
+  }
+  // The term of piece `s` (key `key`) on `device`, computed once per device kind.
+  const term_type& term(const shard& s, const multiset_key& key, std::size_t device) {
+    return terms_cache_.ref(kinds_.empty(device) + key, [&] {
+      if constexpr (piecewise_compute<CostModel>::enabled) {
+        return piecewise_compute<CostModel>::piece(model_, t_, s, device);
+      } else {
+        return term_type{};
+      }
+    });
+  }
+  compute_cost finish(const sum_type& acc, std::size_t pieces, std::size_t device) const {
+    if constexpr (piecewise_compute<CostModel>::enabled) {
+      return piecewise_compute<CostModel>::finish(model_, t_, acc, pieces, device);
+    } else {
+      return {};
     }
   }
 
  private:
-  template <class M>
-  struct terms_of {
-    using type = char;
-  };
-  template <class M>
-  requires piecewise_compute<M>::enabled struct terms_of<M> {
-    using type = typename piecewise_compute<M>::term;
-  };
-  using term_type = typename terms_of<CostModel>::type;
-
   const task& t_;
   const CostModel& model_;
   const device_kinds& kinds_;
+  bool piecewise_ = false;
   key_map<term_type> terms_cache_{1 << 10};
-  std::vector<term_type> terms_;
 };
 
 }  // namespace embplan::search::detail

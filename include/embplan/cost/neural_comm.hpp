@@ -1,0 +1,266 @@
+#pragma once
+// neural_comm: learned all-to-all costs, NeuroShard's two communication cost
+// models (MLSys'23 §3.2 "Communication cost model", Fig. 5 right, App. C):
+//   forward   [dim_sum_0 .. dim_sum_{D-1}, skew_0 .. skew_{D-1}] -> per-device ms
+//   backward  [dim_sum_0 .. dim_sum_{D-1}]                        -> per-device ms
+// each an MLP 128-64-32-16 with one output per device (nn::comm_cost_net,
+// PyTorch names `hidden.{k}`, features normalised with stored statistics).
+// skew_d = start_d - min(start): NeuroShard's simulator feeds the "sleep
+// times" (compute + backward comm minus their minimum), so only differences
+// of start times matter.
+//
+// A model knows one device count; a task on another count is refused (the
+// network has one input per device). The bytes a device sends are batch x
+// dim, so a task at another batch size is priced as the dim sums that move
+// the same bytes at the measured batch (dim_sum x task batch / model batch).
+// A prediction below zero (an MLP can undershoot) is clamped to 0.
+//
+// Files: one safetensors holding both networks under "forward." and
+// "backward." (forward.hidden.0.weight, ..., forward.feature_means, ...) and
+// string metadata: embplan.kind = "comm_cost_net", devices, meter, batch size,
+// what it was trained on, the MLP sizes; other keys (metrics) kept verbatim.
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "embplan/core/costs.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/cost/detail/metadata.hpp"
+#include "embplan/io/safetensors.hpp"
+#include "embplan/nn/paper_models.hpp"
+#include "embplan/nn/serialize.hpp"
+
+namespace embplan {
+
+struct neural_comm_metadata {
+  std::size_t devices = 0;        // the device count the models were trained for
+  std::string meter = "unknown";  // what measured the training data ("mpi-alltoallv", ...)
+  std::int64_t batch_size = 0;    // global batch of the measured all-to-alls
+  std::string trained_on;
+  std::map<std::string, std::string> extra;  // metrics and anything else, kept verbatim
+};
+
+namespace cost::detail {
+
+// The forward model's input row: dim sums scaled by `scale`, then start skews.
+inline void comm_forward_features(std::span<const std::int64_t> dim_sum,
+                                  std::span<const double> start_ms, double scale,
+                                  Eigen::Ref<nn::matrix> row) {
+  const auto n = dim_sum.size();
+  const double first = start_ms.empty() ? 0.0 : *std::min_element(start_ms.begin(), start_ms.end());
+  for (std::size_t d = 0; d < n; ++d) {
+    row(0, static_cast<Eigen::Index>(d)) =
+        static_cast<float>(static_cast<double>(dim_sum[d]) * scale);
+    row(0, static_cast<Eigen::Index>(n + d)) = static_cast<float>(start_ms[d] - first);
+  }
+}
+
+// The backward model's input row: dim sums scaled by `scale`.
+inline void comm_backward_features(std::span<const std::int64_t> dim_sum, double scale,
+                                   Eigen::Ref<nn::matrix> row) {
+  for (std::size_t d = 0; d < dim_sum.size(); ++d)
+    row(0, static_cast<Eigen::Index>(d)) =
+        static_cast<float>(static_cast<double>(dim_sum[d]) * scale);
+}
+
+}  // namespace cost::detail
+
+class neural_comm {
+ public:
+  neural_comm() = default;
+  neural_comm(const nn::comm_cost_net& forward, const nn::comm_cost_net& backward,
+              neural_comm_metadata meta)
+      : state_(std::make_shared<const state>(forward, backward, std::move(meta))) {
+    const auto& m = state_->meta;
+    if (m.devices < 1) embplan::detail::fail("neural_comm.devices", m.devices, "at least 1 device");
+    const auto n = static_cast<Eigen::Index>(m.devices);
+    check_net(forward, "neural_comm.forward", 2 * n, n, "2 x devices inputs (dim sums, skews)");
+    check_net(backward, "neural_comm.backward", n, n, "devices inputs (dim sums)");
+    if (m.batch_size < 1) {
+      embplan::detail::fail("neural_comm.batch_size", m.batch_size, "a positive batch size");
+    }
+  }
+
+  std::string_view name() const noexcept { return "neural_comm"; }
+  const neural_comm_metadata& metadata() const { return require().meta; }
+  std::size_t devices() const { return require().meta.devices; }
+  const nn::comm_cost_net& forward_network() const { return require().forward; }
+  const nn::comm_cost_net& backward_network() const { return require().backward; }
+
+  // Per-device forward / backward all-to-all ms (the CostModel contract's
+  // communication, concepts/cost_model.hpp).
+  void communication(const task& t, std::span<const std::int64_t> dim_sum,
+                     std::span<const double> start_ms, std::span<comm_cost> out) const {
+    const state& s = require();
+    const std::size_t n = s.meta.devices;
+    if (t.cluster.size() != n) {
+      embplan::detail::fail(
+          "task.cluster.size", t.cluster.size(),
+          std::to_string(n) + " devices: this communication model was trained for " +
+              std::to_string(n) + " devices, the task has " + std::to_string(t.cluster.size()) +
+              " (train one for this count: embplan train comm)");
+    }
+    check_length("dim_sum.size", dim_sum.size(), n);
+    check_length("start_ms.size", start_ms.size(), n);
+    check_length("out.size", out.size(), n);
+    for (std::size_t d = 0; d < n; ++d) {
+      if (dim_sum[d] < 0) {
+        embplan::detail::fail("neural_comm.dim_sum[" + std::to_string(d) + "]", dim_sum[d],
+                              "a non-negative dim sum");
+      }
+      if (!std::isfinite(start_ms[d])) {
+        embplan::detail::fail("neural_comm.start_ms[" + std::to_string(d) + "]", start_ms[d],
+                              "a finite time");
+      }
+    }
+    if (t.batch_size < 1) {
+      embplan::detail::fail("task.batch_size", t.batch_size, "a positive batch size");
+    }
+    const double scale = static_cast<double>(t.batch_size) / static_cast<double>(s.meta.batch_size);
+    thread_local scratch w;
+    w.forward_x.resize(1, static_cast<Eigen::Index>(2 * n));
+    w.backward_x.resize(1, static_cast<Eigen::Index>(n));
+    cost::detail::comm_forward_features(dim_sum, start_ms, scale, w.forward_x);
+    cost::detail::comm_backward_features(dim_sum, scale, w.backward_x);
+    s.forward.feature_norm.apply(w.forward_x, w.normalised);
+    s.forward.hidden.forward(w.normalised, w.tape);
+    for (std::size_t d = 0; d < n; ++d)
+      out[d].fwd_ms =
+          std::max(0.0, static_cast<double>(w.tape.output()(0, static_cast<Eigen::Index>(d))));
+    s.backward.feature_norm.apply(w.backward_x, w.normalised);
+    s.backward.hidden.forward(w.normalised, w.tape);
+    for (std::size_t d = 0; d < n; ++d)
+      out[d].bwd_ms =
+          std::max(0.0, static_cast<double>(w.tape.output()(0, static_cast<Eigen::Index>(d))));
+  }
+
+  // ------------------------------------------------------------ files
+  void save(const std::filesystem::path& path) const {
+    const state& s = require();
+    std::map<std::string, std::string> meta = s.meta.extra;
+    meta["embplan.kind"] = "comm_cost_net";
+    meta["embplan.devices"] = std::to_string(s.meta.devices);
+    meta["embplan.meter"] = s.meta.meter;
+    meta["embplan.batch_size"] = std::to_string(s.meta.batch_size);
+    meta["embplan.trained_on"] = s.meta.trained_on;
+    meta["embplan.forward_mlp_sizes"] = cost::detail::sizes_text(s.forward.hidden);
+    meta["embplan.backward_mlp_sizes"] = cost::detail::sizes_text(s.backward.hidden);
+    auto file = nn::state_dict(s.forward, "forward", std::move(meta));
+    for (auto& [name, tensor] : nn::state_dict(s.backward, "backward").tensors)
+      file.tensors.emplace(name, std::move(tensor));
+    io::write_safetensors(path, file);
+  }
+
+  static neural_comm load(const std::filesystem::path& path) {
+    const auto file = io::read_safetensors(path);
+    const std::string src = path.string();
+    const auto get = [&](const std::string& key) -> const std::string& {
+      return cost::detail::require_key(file.metadata, src, key,
+                                       "a neural_comm file written by neural_comm::save");
+    };
+    if (get("embplan.kind") != "comm_cost_net") {
+      embplan::detail::fail(src + ": metadata.embplan.kind", get("embplan.kind"),
+                            "\"comm_cost_net\" (a file of embplan train comm)");
+    }
+    neural_comm_metadata meta;
+    const auto devices = cost::detail::parse_number<std::int64_t>(
+        get("embplan.devices"), src + ": metadata.embplan.devices");
+    if (devices < 1) {
+      embplan::detail::fail(src + ": metadata.embplan.devices", devices, "at least 1 device");
+    }
+    meta.devices = static_cast<std::size_t>(devices);
+    meta.meter = get("embplan.meter");
+    meta.batch_size = cost::detail::parse_number<std::int64_t>(
+        get("embplan.batch_size"), src + ": metadata.embplan.batch_size");
+    meta.trained_on = get("embplan.trained_on");
+    for (const auto& [k, v] : file.metadata)
+      if (k.rfind("embplan.", 0) != 0) meta.extra[k] = v;
+    for (const auto& [name, t] : file.tensors) {
+      if (name.rfind("forward.", 0) != 0 && name.rfind("backward.", 0) != 0) {
+        embplan::detail::fail(src + ": tensors[\"" + name + "\"]", name,
+                              "a tensor of the forward or backward model (\"forward.*\", "
+                              "\"backward.*\")");
+      }
+    }
+    const auto n = static_cast<Eigen::Index>(meta.devices);
+    auto forward = make_net(get("embplan.forward_mlp_sizes"),
+                            src + ": metadata.embplan.forward_mlp_sizes", 2 * n, n);
+    auto backward = make_net(get("embplan.backward_mlp_sizes"),
+                             src + ": metadata.embplan.backward_mlp_sizes", n, n);
+    nn::load_state_dict(forward, file, "forward");
+    nn::load_state_dict(backward, file, "backward");
+    return neural_comm(forward, backward, std::move(meta));
+  }
+
+ private:
+  struct state {
+    state(const nn::comm_cost_net& f, const nn::comm_cost_net& b, neural_comm_metadata m)
+        : forward(f), backward(b), meta(std::move(m)) {}
+    nn::comm_cost_net forward, backward;
+    neural_comm_metadata meta;
+  };
+
+  struct scratch {
+    nn::matrix forward_x, backward_x, normalised;
+    nn::mlp_tape tape;
+  };
+
+  const state& require() const {
+    if (!state_) {
+      embplan::detail::fail("neural_comm", "(empty)", "a model (construct or load one)");
+    }
+    return *state_;
+  }
+
+  static void check_length(const char* field, std::size_t got, std::size_t want) {
+    if (got != want) {
+      embplan::detail::fail(std::string("neural_comm.") + field, got,
+                            "one entry per device (" + std::to_string(want) + ")");
+    }
+  }
+
+  static void check_net(const nn::comm_cost_net& net, const std::string& field, Eigen::Index in,
+                        Eigen::Index out, const char* what) {
+    if (net.hidden.layers.empty() || net.hidden.in_features() != in ||
+        net.feature_norm.features() != in) {
+      embplan::detail::fail(field + ".in_features", net.hidden.in_features(),
+                            std::to_string(in) + " = " + what);
+    }
+    if (net.hidden.out_features() != out) {
+      embplan::detail::fail(field + ".out_features", net.hidden.out_features(),
+                            std::to_string(out) + " = one cost per device");
+    }
+  }
+
+  // A zero net whose sizes are "in,h1,...,out" from the metadata, checked
+  // against the device count.
+  static nn::comm_cost_net make_net(const std::string& text, const std::string& field,
+                                    Eigen::Index in, Eigen::Index out) {
+    auto sizes = cost::detail::parse_sizes(text, field);
+    if (sizes.size() < 2 || sizes.front() != in || sizes.back() != out) {
+      embplan::detail::fail(field, text,
+                            "sizes from " + std::to_string(in) + " inputs to " +
+                                std::to_string(out) + " outputs (the device count's)");
+    }
+    nn::comm_cost_net_options o;
+    o.features = in;
+    o.outputs = out;
+    o.hidden.assign(sizes.begin() + 1, sizes.end() - 1);
+    return nn::comm_cost_net(o);
+  }
+
+  std::shared_ptr<const state> state_;
+};
+
+}  // namespace embplan

@@ -1,0 +1,159 @@
+#include "embplan/search/detail/piecewise.hpp"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "embplan/constraint/all_of.hpp"
+#include "embplan/core/random.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "embplan/cost/neural.hpp"
+#include "embplan/nn/compute_cost_net.hpp"
+#include "embplan/nn/packed_compute_cost_net.hpp"
+#include "embplan/reward/neg_max_cost.hpp"
+#include "embplan/search/column_beam.hpp"
+#include "embplan/search/detail/cost_cache.hpp"
+
+#include "support/random_task.hpp"
+
+namespace {
+
+using embplan::search::detail::multiset_key;
+using embplan::search::detail::piece_key;
+
+const embplan::neural_cost& bundled() {
+  static const auto m = embplan::neural_cost::load(std::string(EMBPLAN_SOURCE_DIR) +
+                                                   "/data/cost/cpu_compute_model.safetensors");
+  return m;
+}
+
+// The same model without a piecewise_compute specialisation: the searchers
+// price every device through compute() and cache the result.
+template <class Model>
+struct whole_groups {
+  const Model* m;
+  std::string_view name() const noexcept { return "whole_groups"; }
+  embplan::compute_cost compute(const embplan::task& t, std::span<const embplan::shard> g,
+                                std::size_t d) const {
+    return m->compute(t, g, d);
+  }
+  double shard_cost(const embplan::task& t, const embplan::shard& s) const {
+    return m->shard_cost(t, s);
+  }
+  void communication(const embplan::task& t, std::span<const std::int64_t> dim_sum,
+                     std::span<const double> start_ms, std::span<embplan::comm_cost> out) const {
+    m->communication(t, dim_sum, start_ms, out);
+  }
+};
+static_assert(embplan::cost_model<whole_groups<embplan::analytic_cost>>);
+static_assert(
+    !embplan::search::detail::piecewise_compute<whole_groups<embplan::neural_cost>>::enabled);
+
+embplan::task sample_task(std::uint64_t seed, std::size_t tables, std::size_t devices,
+                          std::uint64_t memory = 512u << 20) {
+  return embplan_test::random_task(seed, {.tables = tables,
+                                          .devices = devices,
+                                          .device_memory_bytes = memory,
+                                          .max_rows = 200'000,
+                                          .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
+}
+
+}  // namespace
+
+TEST_CASE("packed net: head(sum of row latents) is bitwise operator(), on every kernel") {
+  embplan::nn::compute_cost_net net({.table_features = 20}, 7);
+  embplan::rng gen(3);
+  for (auto& v : net.feature_norm.mean.reshaped())
+    v = static_cast<float>(gen.uniform(-1.0, 1.0));
+  for (auto& v : net.feature_norm.stddev.reshaped())
+    v = static_cast<float>(gen.uniform(0.5, 2.0));
+  for (const auto k : {embplan::nn::simd_kernel::scalar, embplan::nn::simd_kernel::avx2,
+                       embplan::nn::simd_kernel::avx512}) {
+    if (!embplan::nn::simd_kernel_supported(k)) continue;
+    CAPTURE(embplan::nn::to_string(k));
+    const embplan::nn::packed_compute_cost_net packed(net, k);
+    const auto latent = static_cast<std::size_t>(packed.latent_size());
+    // Row counts across the register blocks (12 / 6 rows) and chunks (16 rows).
+    for (const Eigen::Index rows : {1, 5, 6, 7, 12, 13, 16, 17, 40}) {
+      CAPTURE(rows);
+      embplan::nn::matrix x(rows, 20);
+      for (auto& v : x.reshaped())
+        v = static_cast<float>(gen.uniform(-3.0, 3.0));
+      std::vector<float> sum(latent, 0.0f);
+      std::vector<float> one(latent);
+      for (Eigen::Index r = 0; r < rows; ++r) {
+        const Eigen::Matrix<float, 1, Eigen::Dynamic> row = x.row(r);
+        packed.latent(row.data(), one.data());
+        for (std::size_t i = 0; i < latent; ++i)
+          sum[i] += one[i];
+      }
+      CHECK(packed.head(sum.data()) == packed(x));
+    }
+  }
+}
+
+TEST_CASE("neural piecewise path is bitwise neural_cost::compute on random groups") {
+  using pw = embplan::search::detail::piecewise_compute<embplan::neural_cost>;
+  const auto& model = bundled();
+  REQUIRE(pw::usable(model));
+  const auto t = sample_task(5, 24, 2);
+  const embplan::search::detail::device_kinds kinds(t);
+  embplan::search::detail::group_pricer<embplan::neural_cost> pricer(t, model, kinds);
+  REQUIRE(pricer.piecewise());
+  embplan::rng gen(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    CAPTURE(trial);
+    std::vector<embplan::shard> group;
+    std::vector<multiset_key> keys;
+    const auto n = static_cast<std::size_t>(gen.between(0, 20));
+    for (std::size_t i = 0; i < n; ++i) {
+      auto s = embplan::whole_table(t, static_cast<std::size_t>(gen.between(0, 23)), 1);
+      if (gen.between(0, 2) == 0 && s.cols() >= 8) s.col_end = s.col_begin + s.cols() / 2;
+      group.push_back(s);
+      keys.push_back(piece_key(s));
+    }
+    const auto slow = model.compute(t, group, 1);
+    const auto fast = pricer(group, keys, 1);
+    CHECK(fast.fwd_ms == slow.fwd_ms);
+    CHECK(fast.bwd_ms == slow.bwd_ms);
+    // One piece at a time, as the grid search folds a device.
+    auto acc = pricer.start();
+    for (std::size_t i = 0; i < n; ++i)
+      pricer.add(acc, group[i], keys[i], 1);
+    const auto folded = pricer.finish(acc, n, 1);
+    CHECK(folded.fwd_ms == slow.fwd_ms);
+    CHECK(folded.bwd_ms == slow.bwd_ms);
+  }
+}
+
+TEST_CASE("neuroshard search: the same plan with and without the piecewise path") {
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  // Small beam: the tests run under ASan at -O1.
+  const embplan::column_beam beam{.candidates = 4, .width = 2, .steps = 4, .grid = 5};
+  const embplan::analytic_cost analytic;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    CAPTURE(seed);
+    // Tight memory on odd seeds: the constraint refuses devices and forces splits.
+    const auto t = sample_task(seed, 10 + 3 * seed, seed % 2 ? 4 : 8,
+                               seed % 2 ? std::uint64_t{64} << 20 : std::uint64_t{512} << 20);
+    const auto a = beam.search(t, analytic, rule, reward, 0);
+    const auto a_ref =
+        beam.search(t, whole_groups<embplan::analytic_cost>{&analytic}, rule, reward, 0);
+    CHECK(a.ok == a_ref.ok);
+    CHECK(a.placement == a_ref.placement);
+    const auto n = beam.search(t, bundled(), rule, reward, 0);
+    const auto n_ref =
+        beam.search(t, whole_groups<embplan::neural_cost>{&bundled()}, rule, reward, 0);
+    CHECK(n.ok == n_ref.ok);
+    CHECK(n.placement == n_ref.placement);
+    if (seed == 0) {
+      REQUIRE(a.ok);
+      REQUIRE(n.ok);
+    }
+  }
+}
