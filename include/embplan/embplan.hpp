@@ -69,6 +69,7 @@
 #include "embplan/nn/adam.hpp"
 #include "embplan/nn/clip.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
+#include "embplan/nn/dreamshard_cost_net.hpp"
 #include "embplan/nn/init.hpp"
 #include "embplan/nn/linear.hpp"
 #include "embplan/nn/loss.hpp"

@@ -5,8 +5,9 @@
 //                bin_0 .. bin_16 — AutoShard App. B.2 / DreamShard App. A.2's
 //                21 features ("dimension, hash size, pooling factor, table
 //                size, indices distribution");
-//   neuroshard20 NeuroShard's table_configs keys sorted alphabetically
-//                (bin_0 .. bin_16, dim, pooling_factor, row): its
+//   neuroshard20 NeuroShard's table_configs keys sorted as strings
+//                (utils.dict2tensor: bin_0, bin_1, bin_10 .. bin_16,
+//                bin_2 .. bin_9, dim, pooling_factor, row): its
 //                ComputeCostNet reads them in that order and has no size.
 // A column piece is the table at a smaller dim (NeuroShard §3.1, table
 // augmentation), a row piece the table with its share of rows and lookups.
@@ -38,11 +39,18 @@ constexpr std::size_t feature_count(feature_set f) noexcept {
   return f == feature_set::embplan21 ? 21 : 20;
 }
 
+// The reuse bin at position i of the feature set's bin block: in order for
+// embplan21; in string order of "bin_<k>" for neuroshard20 (0, 1, 10 .. 16, 2 .. 9).
+constexpr std::size_t reuse_bin_at(feature_set f, std::size_t i) noexcept {
+  if (f == feature_set::embplan21 || i < 2) return i;
+  return i < 9 ? i + 8 : i - 7;
+}
+
 inline std::vector<std::string> feature_names(feature_set f) {
   std::vector<std::string> out;
   if (f == feature_set::embplan21) out = {"dim", "rows", "pooling_factor", "size_mib"};
-  for (std::size_t k = 0; k < reuse_bin_count; ++k)
-    out.push_back("bin_" + std::to_string(k));
+  for (std::size_t i = 0; i < reuse_bin_count; ++i)
+    out.push_back("bin_" + std::to_string(reuse_bin_at(f, i)));
   if (f == feature_set::neuroshard20) {
     out.push_back("dim");
     out.push_back("pooling_factor");
@@ -65,7 +73,7 @@ inline void table_features(const table_spec& t, feature_set f, std::span<float> 
     out[i++] = static_cast<float>(static_cast<double>(table_bytes(t)) / (1024.0 * 1024.0));
   }
   for (std::size_t k = 0; k < reuse_bin_count; ++k)
-    out[i++] = static_cast<float>(t.reuse_hist[k]);
+    out[i++] = static_cast<float>(t.reuse_hist[reuse_bin_at(f, k)]);
   if (f == feature_set::neuroshard20) {
     out[i++] = static_cast<float>(t.dim);
     out[i++] = static_cast<float>(t.pooling_factor);
