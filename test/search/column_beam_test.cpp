@@ -19,14 +19,7 @@
 
 namespace {
 
-embplan::task sample_task(std::uint64_t seed, std::size_t tables, std::size_t devices = 4,
-                          std::uint64_t memory = 512u << 20) {
-  return embplan_test::random_task(seed, {.tables = tables,
-                                          .devices = devices,
-                                          .device_memory_bytes = memory,
-                                          .max_rows = 200'000,
-                                          .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
-}
+using embplan_test::search_task;
 
 // Small beam: the tests run under ASan at -O1.
 constexpr embplan::column_beam small{.candidates = 4, .width = 2, .steps = 4, .grid = 5};
@@ -39,7 +32,7 @@ TEST_CASE("column beam: never worse than its unsplit table-wise plan; pieces mul
   const embplan::neg_max_cost_reward reward;
   for (std::uint64_t seed = 0; seed < 6; ++seed) {
     CAPTURE(seed);
-    const auto t = sample_task(seed, 12 + 4 * seed, seed % 2 ? 8 : 4);
+    const auto t = search_task(seed, 12 + 4 * seed, seed % 2 ? 8 : 4);
     const auto start = embplan::grid_greedy{.grid = small.grid}.search(t, model, rule, reward, 0);
     const auto r = small.search(t, model, rule, reward, 0);
     REQUIRE(start.ok);
@@ -53,7 +46,7 @@ TEST_CASE("column beam: never worse than its unsplit table-wise plan; pieces mul
 }
 
 TEST_CASE("column beam splits a table too large for any device, in halves of 4-multiples") {
-  auto t = sample_task(7, 8, 4, 128u << 20);
+  auto t = search_task(7, 8, 4, 128u << 20);
   t.tables[3].name = "wide";
   t.tables[3].dim = 128;
   t.tables[3].rows = 300'000;  // 128 x 4 B x 3e5 = 146 MiB > 128 MiB per device
@@ -78,7 +71,7 @@ TEST_CASE("column beam splits a table too large for any device, in halves of 4-m
 }
 
 TEST_CASE("column beam: hyperparameters <= 0 are rejected by name and value") {
-  const auto t = sample_task(1, 6);
+  const auto t = search_task(1, 6);
   const embplan::analytic_cost model;
   const embplan::default_constraint rule;
   const embplan::neg_max_cost_reward reward;
@@ -94,7 +87,7 @@ TEST_CASE("column beam: hyperparameters <= 0 are rejected by name and value") {
 }
 
 TEST_CASE("column beam: an infeasible task names the table and why") {
-  auto t = sample_task(2, 6, 2, 16u << 20);
+  auto t = search_task(2, 6, 2, 16u << 20);
   t.tables[4].name = "monster";
   t.tables[4].rows = 2'000'000'000;
   t.tables[4].dim = 8;
@@ -107,7 +100,7 @@ TEST_CASE("column beam: an infeasible task names the table and why") {
 }
 
 TEST_CASE("neuroshard planner: deterministic, and one planner serves 4 threads alike") {
-  const auto t = sample_task(11, 30, 4);
+  const auto t = search_task(11, 30, 4);
   const embplan::planner<embplan::analytic_cost, embplan::column_beam, embplan::default_constraint,
                          embplan::neg_max_cost_reward>
       p{{}, small, {}, {}};

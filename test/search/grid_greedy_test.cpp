@@ -22,14 +22,7 @@
 
 namespace {
 
-embplan::task sample_task(std::uint64_t seed, std::size_t tables, std::size_t devices,
-                          std::uint64_t memory = 512u << 20) {
-  return embplan_test::random_task(seed, {.tables = tables,
-                                          .devices = devices,
-                                          .device_memory_bytes = memory,
-                                          .max_rows = 200'000,
-                                          .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
-}
+using embplan_test::search_task;
 
 // Alg. 2 without the engine's shortcuts: every bound of the grid from scratch,
 // device costs from model.compute, plans priced by evaluate().
@@ -100,7 +93,7 @@ TEST_CASE("grid greedy picks the cheapest bound, exactly as a from-scratch grid 
   const embplan::default_constraint rule;
   for (std::uint64_t seed = 0; seed < 12; ++seed) {
     CAPTURE(seed);
-    const auto t = sample_task(seed, 10 + 5 * (seed % 6), seed % 2 ? 8 : 4);
+    const auto t = search_task(seed, 10 + 5 * (seed % 6), seed % 2 ? 8 : 4);
     const auto r = embplan::grid_greedy{}.search(t, model, rule, embplan::neg_max_cost_reward{}, 0);
     const double expected = reference_grid(t, model, rule, 11);
     REQUIRE(r.ok == std::isfinite(expected));
@@ -116,7 +109,7 @@ TEST_CASE("grid greedy respects the dim bound it reports and memory") {
   const embplan::default_constraint rule;
   using embplan::search::detail::piece;
   for (std::uint64_t seed = 20; seed < 26; ++seed) {
-    const auto t = sample_task(seed, 30, 4);
+    const auto t = search_task(seed, 30, 4);
     embplan::search::detail::cost_cache cache;
     embplan::search::detail::grid_engine<embplan::analytic_cost, embplan::default_constraint>
         engine(t, model, rule, cache);
@@ -138,7 +131,7 @@ TEST_CASE("grid greedy respects the dim bound it reports and memory") {
 
 TEST_CASE("the plan pricer is evaluate()'s arithmetic") {
   const embplan::analytic_cost model;
-  const auto t = sample_task(3, 25, 8);
+  const auto t = search_task(3, 25, 8);
   const auto r = embplan::grid_greedy{}.search(t, model, embplan::default_constraint{},
                                                embplan::neg_max_cost_reward{}, 0);
   REQUIRE(r.ok);
@@ -153,7 +146,7 @@ TEST_CASE("the plan pricer is evaluate()'s arithmetic") {
 }
 
 TEST_CASE("grid greedy: bad M, an infeasible task names the table, cache counted") {
-  const auto t = sample_task(4, 12, 4);
+  const auto t = search_task(4, 12, 4);
   const embplan::analytic_cost model;
   const embplan::default_constraint rule;
   const embplan::neg_max_cost_reward reward;

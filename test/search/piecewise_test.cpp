@@ -53,14 +53,7 @@ static_assert(embplan::cost_model<whole_groups<embplan::analytic_cost>>);
 static_assert(
     !embplan::search::detail::piecewise_compute<whole_groups<embplan::neural_cost>>::enabled);
 
-embplan::task sample_task(std::uint64_t seed, std::size_t tables, std::size_t devices,
-                          std::uint64_t memory = 512u << 20) {
-  return embplan_test::random_task(seed, {.tables = tables,
-                                          .devices = devices,
-                                          .device_memory_bytes = memory,
-                                          .max_rows = 200'000,
-                                          .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
-}
+using embplan_test::search_task;
 
 }  // namespace
 
@@ -100,7 +93,7 @@ TEST_CASE("neural piecewise path is bitwise neural_cost::compute on random group
   using pw = embplan::search::detail::piecewise_compute<embplan::neural_cost>;
   const auto& model = bundled();
   REQUIRE(pw::usable(model));
-  const auto t = sample_task(5, 24, 2);
+  const auto t = search_task(5, 24, 2);
   const embplan::search::detail::device_kinds kinds(t);
   embplan::search::detail::group_pricer<embplan::neural_cost> pricer(t, model, kinds);
   REQUIRE(pricer.piecewise());
@@ -139,7 +132,7 @@ TEST_CASE("neuroshard search: the same plan with and without the piecewise path"
   for (std::uint64_t seed = 0; seed < 6; ++seed) {
     CAPTURE(seed);
     // Tight memory on odd seeds: the constraint refuses devices and forces splits.
-    const auto t = sample_task(seed, 10 + 3 * seed, seed % 2 ? 4 : 8,
+    const auto t = search_task(seed, 10 + 3 * seed, seed % 2 ? 4 : 8,
                                seed % 2 ? std::uint64_t{64} << 20 : std::uint64_t{512} << 20);
     const auto a = beam.search(t, analytic, rule, reward, 0);
     const auto a_ref =

@@ -43,4 +43,15 @@ inline embplan::task random_task(std::uint64_t seed, const random_task_options& 
   return t;
 }
 
+// The searchers' tests' task: 200k rows at most, half the lookups on rows
+// used once (search/ tests share it so their figures stay comparable).
+inline embplan::task search_task(std::uint64_t seed, std::size_t tables, std::size_t devices = 4,
+                                 std::uint64_t memory = 512u << 20) {
+  return random_task(seed, {.tables = tables,
+                            .devices = devices,
+                            .device_memory_bytes = memory,
+                            .max_rows = 200'000,
+                            .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
+}
+
 }  // namespace embplan_test

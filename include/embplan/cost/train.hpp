@@ -23,6 +23,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/core/table_spec.hpp"
+#include "embplan/cost/detail/json_lines.hpp"
 #include "embplan/cost/features.hpp"
 #include "embplan/nn/adam.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
@@ -44,43 +45,26 @@ struct compute_record {
 };
 
 inline std::vector<compute_record> read_compute_records(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) embplan::detail::fail("compute records", path.string(), "a readable file");
-  std::vector<compute_record> out;
-  std::string line;
-  std::size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) continue;
-    const std::string where = path.string() + ":" + std::to_string(number);
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      embplan::detail::fail(where, line.substr(0, 60), "a JSON object (one record per line)");
-    }
-    compute_record r;
-    try {
-      r.id = j.at("id").get<std::int64_t>();
-      r.tables = j.at("tables").get<std::vector<std::size_t>>();
-      r.dims = j.at("dims").get<std::vector<std::int32_t>>();
-      r.forward_ms = j.at("forward_ms").get<double>();
-      r.backward_ms = j.at("backward_ms").get<double>();
-      r.total_ms = j.at("total_ms").get<double>();
-      r.batch_size = j.at("batch_size").get<std::int64_t>();
-      r.meter = j.at("meter").get<std::string>();
-    } catch (const nlohmann::json::exception& e) {
-      embplan::detail::fail(where, line.substr(0, 60),
-                            std::string("a compute record (") + e.what() + ")");
-    }
-    if (r.tables.size() != r.dims.size() || r.tables.empty()) {
-      embplan::detail::fail(where + ".dims", r.dims.size(),
-                            "one dim per table (" + std::to_string(r.tables.size()) + ")");
-    }
-    if (!(r.total_ms > 0.0) || !std::isfinite(r.total_ms)) {
-      embplan::detail::fail(where + ".total_ms", r.total_ms, "a positive time");
-    }
-    out.push_back(std::move(r));
-  }
-  return out;
+  return detail::read_json_lines<compute_record>(
+      path, "compute record", [](const nlohmann::json& j, const std::string& where) {
+        compute_record r;
+        r.id = j.at("id").get<std::int64_t>();
+        r.tables = j.at("tables").get<std::vector<std::size_t>>();
+        r.dims = j.at("dims").get<std::vector<std::int32_t>>();
+        r.forward_ms = j.at("forward_ms").get<double>();
+        r.backward_ms = j.at("backward_ms").get<double>();
+        r.total_ms = j.at("total_ms").get<double>();
+        r.batch_size = j.at("batch_size").get<std::int64_t>();
+        r.meter = j.at("meter").get<std::string>();
+        if (r.tables.size() != r.dims.size() || r.tables.empty()) {
+          embplan::detail::fail(where + ".dims", r.dims.size(),
+                                "one dim per table (" + std::to_string(r.tables.size()) + ")");
+        }
+        if (!(r.total_ms > 0.0) || !std::isfinite(r.total_ms)) {
+          embplan::detail::fail(where + ".total_ms", r.total_ms, "a positive time");
+        }
+        return r;
+      });
 }
 
 struct train_options {

@@ -26,6 +26,7 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
+#include "embplan/cost/detail/json_lines.hpp"
 #include "embplan/cost/neural_comm.hpp"
 #include "embplan/cost/train.hpp"
 #include "embplan/nn/adam.hpp"
@@ -48,65 +49,48 @@ struct comm_record {
 };
 
 inline std::vector<comm_record> read_comm_records(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) embplan::detail::fail("comm records", path.string(), "a readable file");
-  std::vector<comm_record> out;
-  std::string line;
-  std::size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) continue;
-    const std::string where = path.string() + ":" + std::to_string(number);
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      embplan::detail::fail(where, line.substr(0, 60), "a JSON object (one record per line)");
-    }
-    comm_record r;
-    try {
-      r.id = j.at("id").get<std::int64_t>();
-      r.dim_sum = j.at("dim_sum").get<std::vector<std::int64_t>>();
-      r.start_ms = j.at("start_ms").get<std::vector<double>>();
-      r.forward_ms = j.at("forward_ms").get<std::vector<double>>();
-      r.backward_ms = j.at("backward_ms").get<std::vector<double>>();
-      r.batch_size = j.at("batch_size").get<std::int64_t>();
-      r.meter = j.at("meter").get<std::string>();
-    } catch (const nlohmann::json::exception& e) {
-      embplan::detail::fail(where, line.substr(0, 60),
-                            std::string("a comm record (") + e.what() + ")");
-    }
-    const std::size_t n = r.dim_sum.size();
-    if (n == 0) embplan::detail::fail(where + ".dim_sum", "[]", "one dim sum per device");
-    const auto same = [&](const char* key, std::size_t got) {
-      if (got != n) {
-        embplan::detail::fail(where + "." + key, got,
-                              "one entry per device (" + std::to_string(n) + ", as dim_sum)");
-      }
-    };
-    same("start_ms", r.start_ms.size());
-    same("forward_ms", r.forward_ms.size());
-    same("backward_ms", r.backward_ms.size());
-    for (std::size_t d = 0; d < n; ++d) {
-      const auto bad = [](double v) { return !std::isfinite(v) || v < 0.0; };
-      if (r.dim_sum[d] < 0) {
-        embplan::detail::fail(where + ".dim_sum[" + std::to_string(d) + "]", r.dim_sum[d],
-                              "a non-negative dim sum");
-      }
-      if (!std::isfinite(r.start_ms[d])) {
-        embplan::detail::fail(where + ".start_ms[" + std::to_string(d) + "]", r.start_ms[d],
-                              "a finite time");
-      }
-      if (bad(r.forward_ms[d])) {
-        embplan::detail::fail(where + ".forward_ms[" + std::to_string(d) + "]", r.forward_ms[d],
-                              "a finite time >= 0");
-      }
-      if (bad(r.backward_ms[d])) {
-        embplan::detail::fail(where + ".backward_ms[" + std::to_string(d) + "]", r.backward_ms[d],
-                              "a finite time >= 0");
-      }
-    }
-    out.push_back(std::move(r));
-  }
-  return out;
+  return detail::read_json_lines<comm_record>(
+      path, "comm record", [](const nlohmann::json& j, const std::string& where) {
+        comm_record r;
+        r.id = j.at("id").get<std::int64_t>();
+        r.dim_sum = j.at("dim_sum").get<std::vector<std::int64_t>>();
+        r.start_ms = j.at("start_ms").get<std::vector<double>>();
+        r.forward_ms = j.at("forward_ms").get<std::vector<double>>();
+        r.backward_ms = j.at("backward_ms").get<std::vector<double>>();
+        r.batch_size = j.at("batch_size").get<std::int64_t>();
+        r.meter = j.at("meter").get<std::string>();
+        const std::size_t n = r.dim_sum.size();
+        if (n == 0) embplan::detail::fail(where + ".dim_sum", "[]", "one dim sum per device");
+        const auto same = [&](const char* key, std::size_t got) {
+          if (got != n) {
+            embplan::detail::fail(where + "." + key, got,
+                                  "one entry per device (" + std::to_string(n) + ", as dim_sum)");
+          }
+        };
+        same("start_ms", r.start_ms.size());
+        same("forward_ms", r.forward_ms.size());
+        same("backward_ms", r.backward_ms.size());
+        for (std::size_t d = 0; d < n; ++d) {
+          const auto bad = [](double v) { return !std::isfinite(v) || v < 0.0; };
+          if (r.dim_sum[d] < 0) {
+            embplan::detail::fail(where + ".dim_sum[" + std::to_string(d) + "]", r.dim_sum[d],
+                                  "a non-negative dim sum");
+          }
+          if (!std::isfinite(r.start_ms[d])) {
+            embplan::detail::fail(where + ".start_ms[" + std::to_string(d) + "]", r.start_ms[d],
+                                  "a finite time");
+          }
+          if (bad(r.forward_ms[d])) {
+            embplan::detail::fail(where + ".forward_ms[" + std::to_string(d) + "]", r.forward_ms[d],
+                                  "a finite time >= 0");
+          }
+          if (bad(r.backward_ms[d])) {
+            embplan::detail::fail(where + ".backward_ms[" + std::to_string(d) + "]",
+                                  r.backward_ms[d], "a finite time >= 0");
+          }
+        }
+        return r;
+      });
 }
 
 struct comm_train_options {
