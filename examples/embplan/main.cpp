@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collect.hpp"
+#include "collect.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
 #include "compare.hpp"
 #include "embplan/bench/cpu_meter.hpp"
 #include "embplan/embplan.hpp"
@@ -125,6 +125,10 @@ constexpr const char* learned_meter_text =
 constexpr const char* measured_meter_text =
     "CPU meter (each device's shard run as one fused embedding bag and timed, "
     "AutoShard protocol); communication from the analytic all-to-all model";
+constexpr const char* measured_mpi_meter_text =
+    "CPU meter (each device's shard run as one fused embedding bag and timed, "
+    "AutoShard protocol, one MPI rank per device); communication measured: MPI_Alltoallv between "
+    "the ranks with the plan's per-device byte counts and start skews";
 
 struct plan_args {
   std::string task;
@@ -138,30 +142,35 @@ struct plan_args {
   std::string meter = "simulated";
 };
 
-template <class Meter, class Model>
-int run_plan_with(const plan_args& a, const Meter& meter, const std::string& meter_text,
-                  const Model& model, const std::string& model_text);
+template <class Model>
+int run_plan_with(const plan_args& a, const embplan_cli::any_meter& meter,
+                  const std::string& meter_text, const Model& model, const std::string& model_text);
+
+// The meter of `plan` and `compare` (models.hpp), and how the output names it.
+std::pair<embplan_cli::any_meter, std::string> meter_of(const std::string& name,
+                                                        const embplan_cli::planning_model& pm) {
+  embplan_cli::check_meter(name);
+  if (name == "measured") {
+    return {embplan_cli::any_meter(embplan::bench::cpu_meter_cost{}), measured_meter_text};
+  }
+  if (name == "simulated" && pm.compute) {
+    return {embplan_cli::any_meter(*pm.compute), learned_meter_text};
+  }
+  return {embplan_cli::any_meter(embplan::analytic_cost{}), analytic_meter_text};
+}
 
 int run_plan(const plan_args& a) {
   embplan_cli::check_meter(a.meter);
   const auto pm = embplan_cli::load_planning_model(a.model);
-  const auto with_meter = [&](const auto& model) {
-    if (a.meter == "measured") {
-      return run_plan_with(a, embplan::bench::cpu_meter_cost{}, measured_meter_text, model,
-                           pm.text);
-    }
-    if (a.meter == "simulated" && pm.compute) {
-      return run_plan_with(a, *pm.compute, learned_meter_text, model, pm.text);
-    }
-    return run_plan_with(a, embplan::analytic_cost{}, analytic_meter_text, model, pm.text);
-  };
-  if (pm.compute) return with_meter(*pm.compute);
-  return with_meter(embplan::analytic_cost{});
+  const auto [meter, text] = meter_of(a.meter, pm);
+  if (pm.compute) return run_plan_with(a, meter, text, *pm.compute, pm.text);
+  return run_plan_with(a, meter, text, embplan::analytic_cost{}, pm.text);
 }
 
-template <class Meter, class Model>
-int run_plan_with(const plan_args& a, const Meter& meter, const std::string& meter_text,
-                  const Model& model, const std::string& model_text) {
+template <class Model>
+int run_plan_with(const plan_args& a, const embplan_cli::any_meter& meter,
+                  const std::string& meter_text, const Model& model,
+                  const std::string& model_text) {
   const auto tasks = embplan::io::tasks_from_json(embplan::io::read_json_file(a.task));
   if (a.index >= tasks.size()) {
     embplan::detail::fail(
@@ -173,14 +182,29 @@ int run_plan_with(const plan_args& a, const Meter& meter, const std::string& met
   if (!result.ok)
     throw embplan::error("planner '" + a.planner + "' found no plan: " + result.failure);
 
-  const auto cost = embplan::evaluate(t, result.placement, meter);
+  // Under mpirun with one rank per device, --meter measured times the
+  // all-to-all for real (bench/mpi/plan_meter.hpp); rank 0 reports.
+  std::string used_meter_text = meter_text;
+  embplan::plan_cost cost;
+#if defined(EMBPLAN_WITH_MPI)
+  const embplan_cli::world w;
+  if (a.meter == "measured" && w.size() > 1) {
+    cost = embplan::bench::mpi::measure_plan(MPI_COMM_WORLD, t, result.placement);
+    used_meter_text = measured_mpi_meter_text;
+    if (w.rank() != 0) return 0;
+  } else {
+    cost = embplan::evaluate(t, result.placement, meter);
+  }
+#else
+  cost = embplan::evaluate(t, result.placement, meter);
+#endif
   std::vector<std::size_t> shard_count(t.cluster.size(), 0);
   for (const auto& s : result.placement.shards)
     ++shard_count[s.device];
 
   std::cout << "task '" << t.name << "': " << t.tables.size() << " tables on " << t.cluster.size()
             << " devices, planner " << a.planner << " (search " << fixed(result.sharding_ms, 3)
-            << " ms)\nmeter: " << a.meter << ", " << meter_text
+            << " ms)\nmeter: " << a.meter << ", " << used_meter_text
             << "\nplanning model: " << model_text << '\n';
   text_table table({"device", "shards", "dim", "memory GiB", "fwd comp", "bwd comp", "fwd comm",
                     "bwd comm", "total ms"});
@@ -226,9 +250,10 @@ struct compare_args {
   std::string model;  // empty: the bundled learned model
 };
 
-template <class Meter, class Model>
-int run_compare_with(const compare_args& a, const Meter& meter, const std::string& meter_text,
-                     const Model& model, const std::string& model_text) {
+template <class Model>
+int run_compare_with(const compare_args& a, const embplan_cli::any_meter& meter,
+                     const std::string& meter_text, const Model& model,
+                     const std::string& model_text) {
   const auto pool = load_pool(a.pool, 0);
   std::vector<std::string_view> names;
   if (a.planners.empty()) {
@@ -305,8 +330,9 @@ int run_compare_with(const compare_args& a, const Meter& meter, const std::strin
     table.print(std::cout);
   }
   std::cout << "\nspeedup/random = mean of cost(random)/cost(planner) over tasks both solved; "
-               "time = search wall time per task; cache hit = device-cost cache hits / lookups "
-               "(NeuroShard §3.3); gap to LB = cost / additive lower bound - 1 (whole tables, "
+               "time = search wall time per task; cache hit = cost-cache hits / lookups "
+               "(NeuroShard §3.3: device sets, or single pieces where the model folds "
+               "per-piece terms); gap to LB = cost / additive lower bound - 1 (whole tables, "
                "same meter; column splits can go below it); balance = min/max device compute "
                "(AutoShard)\n";
   if (!a.json.empty()) {
@@ -319,18 +345,9 @@ int run_compare_with(const compare_args& a, const Meter& meter, const std::strin
 int run_compare(const compare_args& a) {
   embplan_cli::check_meter(a.meter);
   const auto pm = embplan_cli::load_planning_model(a.model);
-  const auto with_meter = [&](const auto& model) {
-    if (a.meter == "measured") {
-      return run_compare_with(a, embplan::bench::cpu_meter_cost{}, measured_meter_text, model,
-                              pm.text);
-    }
-    if (a.meter == "simulated" && pm.compute) {
-      return run_compare_with(a, *pm.compute, learned_meter_text, model, pm.text);
-    }
-    return run_compare_with(a, embplan::analytic_cost{}, analytic_meter_text, model, pm.text);
-  };
-  if (pm.compute) return with_meter(*pm.compute);
-  return with_meter(embplan::analytic_cost{});
+  const auto [meter, text] = meter_of(a.meter, pm);
+  if (pm.compute) return run_compare_with(a, meter, text, *pm.compute, pm.text);
+  return run_compare_with(a, meter, text, embplan::analytic_cost{}, pm.text);
 }
 
 }  // namespace
@@ -497,6 +514,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   observe->add_option("--repeats", ob.repeats, "(0): measurements of one shard")
       ->capture_default_str();
+  observe->add_flag("--repeatability", ob.repeatability,
+                    "only (0): CV of --repeats measurements of one 10-table shard under four "
+                    "meter configurations (wall / thread CPU clock, protocol / median of 3)");
   observe->add_option("--seed", ob.seed, "random seed")->capture_default_str();
   observe->add_option("--warmup", ob.warmup, "protocol: warm-up runs")->capture_default_str();
   observe->add_option("--runs", ob.runs, "protocol: measured runs")->capture_default_str();
@@ -505,14 +525,17 @@ int main(int argc, char** argv) {
 
   embplan_cli::train_args tr;
   auto* train = app.add_subcommand(
-      "train", "Train the compute-cost model on `collect compute` records (NeuroShard §3.2)");
-  train->add_option("kind", tr.kind, "compute")->required();
-  train->add_option("--data", tr.data, "JSON-lines records of `embplan collect compute`")
+      "train",
+      "Train the compute- or communication-cost models on `collect` records (NeuroShard §3.2)");
+  train->add_option("kind", tr.kind, "compute | comm")->required();
+  train->add_option("--data", tr.data, "JSON-lines records of `embplan collect compute|comm`")
       ->required();
   train->add_option("--out", tr.out, "model file (safetensors with metadata)")->required();
   train->add_option("--pool", tr.pool, "the pool the records index (default: synthetic, seed 0)");
   train->add_option("--features", tr.features, "embplan21 | neuroshard20")->capture_default_str();
-  train->add_option("--epochs", tr.epochs, "training epochs (the best validation epoch is kept)")
+  train
+      ->add_option("--epochs", tr.epochs,
+                   "training epochs, the best validation epoch kept (0: compute 60, comm 1000)")
       ->capture_default_str();
   train->add_option("--seed", tr.seed, "random seed")->capture_default_str();
   train->add_option("--trained-on", tr.trained_on, "recorded in the model file");

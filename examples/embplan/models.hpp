@@ -13,11 +13,17 @@
 //              all-to-all, as the measured meter does), else the analytic model;
 //   analytic   the analytic model (bandwidth roofline + all-to-all);
 //   measured   the CPU meter (each device's shard run and timed).
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
+#include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/cost/neural.hpp"
 
@@ -56,6 +62,59 @@ inline planning_model load_planning_model(const std::string& arg) {
                      ", trained on: " + m.trained_on + ")";
   return {std::move(model), std::move(text)};
 }
+
+// Any cost model behind one type, for pricing finished plans: the report code
+// is compiled once rather than once per meter (a virtual call per device is
+// nothing next to what a meter does there). Planners keep concrete models.
+class any_meter {
+ public:
+  template <embplan::cost_model M>
+  explicit any_meter(M model) : impl_(std::make_shared<holder<M>>(std::move(model))) {}
+
+  std::string_view name() const noexcept { return impl_->name(); }
+  double shard_cost(const embplan::task& t, const embplan::shard& s) const {
+    return impl_->shard_cost(t, s);
+  }
+  embplan::compute_cost compute(const embplan::task& t, std::span<const embplan::shard> group,
+                                std::size_t device) const {
+    return impl_->compute(t, group, device);
+  }
+  void communication(const embplan::task& t, std::span<const std::int64_t> dim_sum,
+                     std::span<const double> start_ms, std::span<embplan::comm_cost> out) const {
+    impl_->communication(t, dim_sum, start_ms, out);
+  }
+
+ private:
+  struct base {
+    virtual ~base() = default;
+    virtual std::string_view name() const noexcept = 0;
+    virtual double shard_cost(const embplan::task&, const embplan::shard&) const = 0;
+    virtual embplan::compute_cost compute(const embplan::task&, std::span<const embplan::shard>,
+                                          std::size_t) const = 0;
+    virtual void communication(const embplan::task&, std::span<const std::int64_t>,
+                               std::span<const double>, std::span<embplan::comm_cost>) const = 0;
+  };
+  template <class M>
+  struct holder final : base {
+    explicit holder(M m) : model(std::move(m)) {}
+    std::string_view name() const noexcept override { return model.name(); }
+    double shard_cost(const embplan::task& t, const embplan::shard& s) const override {
+      return model.shard_cost(t, s);
+    }
+    embplan::compute_cost compute(const embplan::task& t, std::span<const embplan::shard> g,
+                                  std::size_t d) const override {
+      return model.compute(t, g, d);
+    }
+    void communication(const embplan::task& t, std::span<const std::int64_t> dim_sum,
+                       std::span<const double> start_ms,
+                       std::span<embplan::comm_cost> out) const override {
+      model.communication(t, dim_sum, start_ms, out);
+    }
+    M model;
+  };
+  std::shared_ptr<const base> impl_;
+};
+static_assert(embplan::cost_model<any_meter>);
 
 inline void check_meter(const std::string& meter) {
   if (meter != "simulated" && meter != "analytic" && meter != "measured") {

@@ -3,12 +3,17 @@
 // records of `embplan collect compute` (cost/train.hpp) and writes it as a
 // neural_cost file (safetensors + metadata: feature set, meter, batch size,
 // what it was trained on, and its metrics).
+// `embplan train comm`: fits NeuroShard's forward and backward communication
+// models to `embplan collect comm` records (cost/train_comm.hpp) and writes
+// them as one neural_comm file (metadata: device count, meter, batch size).
 #include <cstdint>
 #include <iostream>
 #include <string>
 
 #include "embplan/cost/neural.hpp"
+#include "embplan/cost/neural_comm.hpp"
 #include "embplan/cost/train.hpp"
+#include "embplan/cost/train_comm.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/io/json.hpp"
 #include "text_table.hpp"
@@ -16,21 +21,71 @@
 namespace embplan_cli {
 
 struct train_args {
-  std::string kind;  // compute
+  std::string kind;  // compute | comm
   std::string data;
   std::string out;
   std::string pool;  // the pool the records index (default: the synthetic pool, seed 0)
   std::string features = "embplan21";
   std::string trained_on;
   std::string eval;  // records to judge the model on (e.g. the other half of the pool)
-  int epochs = embplan::cost::train_options{}.epochs;
+  int epochs = 0;    // 0: the kind's default (train_options / comm_train_options)
   std::uint64_t seed = 0;
 };
 
+inline int run_train_comm(const train_args& a) {
+  const auto records = embplan::cost::read_comm_records(a.data);
+  embplan::cost::comm_train_options o;
+  if (a.epochs != 0) o.epochs = a.epochs;
+  o.seed = a.seed;
+  const auto trained = embplan::cost::train_comm_models(records, o);
+  const auto& report = trained.report;
+
+  embplan::neural_comm_metadata meta;
+  meta.devices = report.devices;
+  meta.meter = report.meter;
+  meta.batch_size = report.batch_size;
+  meta.trained_on = a.trained_on.empty() ? a.data : a.trained_on;
+  meta.extra["metrics.records"] = std::to_string(records.size());
+  meta.extra["metrics.forward_test_r2"] = fixed(report.forward.test.r2, 4);
+  meta.extra["metrics.forward_test_mape"] = fixed(report.forward.test.mape, 4);
+  meta.extra["metrics.backward_test_r2"] = fixed(report.backward.test.r2, 4);
+  meta.extra["metrics.backward_test_mape"] = fixed(report.backward.test.mape, 4);
+  const embplan::neural_comm model(trained.forward, trained.backward, meta);
+
+  text_table table({"model", "split", "samples", "MSE (ms^2)", "MAPE", "R^2"});
+  const auto rows = [&](const char* name, const embplan::cost::comm_fit& fit) {
+    for (const auto& [split, m] :
+         {std::pair{"train", fit.train}, {"validation", fit.validation}, {"test", fit.test}}) {
+      table.add({name, split, std::to_string(m.samples), fixed(m.mse, 4),
+                 fixed(100.0 * m.mape, 1) + " %", fixed(m.r2, 3)});
+    }
+  };
+  rows("forward", report.forward);
+  rows("backward", report.backward);
+  if (!a.eval.empty()) {
+    const auto other = embplan::cost::read_comm_records(a.eval);
+    const auto [f, b] = embplan::cost::evaluate_comm_models(model, other);
+    table.add({"forward", "eval", std::to_string(f.samples), fixed(f.mse, 4),
+               fixed(100.0 * f.mape, 1) + " %", fixed(f.r2, 3)});
+    table.add({"backward", "eval", std::to_string(b.samples), fixed(b.mse, 4),
+               fixed(100.0 * b.mape, 1) + " %", fixed(b.r2, 3)});
+  }
+  std::cout << "communication models on " << records.size() << " records of " << a.data << " ("
+            << report.devices << " devices, meter " << report.meter << ", batch "
+            << report.batch_size << "), best epochs " << report.forward.best_epoch + 1
+            << " (forward) and " << report.backward.best_epoch + 1 << " (backward) of " << o.epochs
+            << "; metrics over all device outputs\n";
+  table.print(std::cout);
+  if (!a.eval.empty()) std::cout << "eval: " << a.eval << '\n';
+  model.save(a.out);
+  std::cout << "wrote " << a.out << '\n';
+  return 0;
+}
+
 inline int run_train(const train_args& a) {
+  if (a.kind == "comm") return run_train_comm(a);
   if (a.kind != "compute") {
-    embplan::detail::fail("train.kind", a.kind,
-                          "\"compute\" (communication models are not trained by this build)");
+    embplan::detail::fail("train.kind", a.kind, "\"compute\" or \"comm\"");
   }
   const auto pool = a.pool.empty()
                         ? embplan::data::synthetic_pool({.seed = 0})
@@ -38,7 +93,7 @@ inline int run_train(const train_args& a) {
   const auto records = embplan::cost::read_compute_records(a.data);
   embplan::cost::train_options o;
   o.features = embplan::cost::parse_feature_set(a.features, "train.features");
-  o.epochs = a.epochs;
+  if (a.epochs != 0) o.epochs = a.epochs;
   o.seed = a.seed;
   const auto [net, report] = embplan::cost::train_compute_model(records, pool, o);
 

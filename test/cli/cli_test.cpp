@@ -262,6 +262,22 @@ TEST_CASE("collect and observe: bad input names the field and value") {
   r = run("observe --sets 0");
   CHECK(r.code == 2);
   CHECK(r.err.find("observe.sets") != std::string::npos);
+  r = run("observe --repeatability --repeats 1");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("observe.repeats") != std::string::npos);
+}
+
+TEST_CASE("observe --repeatability: the CV of repeated measurements under four configurations") {
+  const auto r =
+      run("observe --repeatability --repeats 2 --batch-size 32 --warmup 0 --runs 3 --drop 1");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("2 measurements per configuration") != std::string::npos);
+  for (const char* row : {"wall clock, protocol", "thread CPU, protocol", "wall clock, median of 3",
+                          "thread CPU, median of 3"})
+    CHECK(r.out.find(row) != std::string::npos);
+  CHECK(r.out.find("CV between %") != std::string::npos);
+  CHECK(r.out.find("(1)") == std::string::npos);  // only the repeatability, not the observations
 }
 
 #if defined(EMBPLAN_MPIEXEC)
@@ -329,6 +345,33 @@ TEST_CASE(
   const double s1 = rec["start_ms"][1].get<double>();
   const std::size_t early = s0 < s1 ? 0 : 1;
   CHECK(rec["forward_ms"][early].get<double>() >= std::abs(s0 - s1) * 0.9);
+}
+
+TEST_CASE("plan --meter measured under mpirun -np 2: a real all-to-all, rank 0 reports") {
+  const auto task = scratch() / "mpi-plan-task.json";
+  write(task, R"({"name": "two-devices", "batch_size": 256,
+                  "tables": [{"name": "a", "rows": 2000, "dim": 16, "pooling_factor": 4},
+                             {"name": "b", "rows": 3000, "dim": 32, "pooling_factor": 2},
+                             {"name": "c", "rows": 1000, "dim": 8, "pooling_factor": 6}],
+                  "cluster": {"count": 2, "device": {"memory_gib": 1}}})");
+  auto r = run_mpi(2, "plan --task " + task.string() + " --planner lookup_greedy --meter measured");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("MPI_Alltoallv") != std::string::npos);
+  // One report (rank 0's), with both devices' rows.
+  std::size_t reports = 0;
+  for (std::size_t at = r.out.find("cost (max over devices)"); at != std::string::npos;
+       at = r.out.find("cost (max over devices)", at + 1))
+    ++reports;
+  CHECK(reports == 1);
+  // Three devices, two ranks: refused with the field and both counts.
+  write(task, R"({"name": "three-devices", "batch_size": 256,
+                  "tables": [{"name": "a", "rows": 2000, "dim": 16, "pooling_factor": 4}],
+                  "cluster": {"count": 3, "device": {"memory_gib": 1}}})");
+  r = run_mpi(2, "plan --task " + task.string() + " --planner lookup_greedy --meter measured");
+  CHECK(r.code != 0);  // every rank exits 2; mpirun passes on a failure
+  CHECK(r.err.find("measure_plan.ranks") != std::string::npos);
+  CHECK(r.err.find("(3)") != std::string::npos);
 }
 #else
 TEST_CASE("collect under mpirun: skipped, embplan was built without MPI") {
@@ -456,9 +499,10 @@ TEST_CASE("compare: a bad meter names the flag and the value") {
 
 TEST_CASE("compare plans NeuroShard on the bundled learned model and judges by it by default") {
   const auto json = scratch() / "compare-learned.json";
-  const auto r = run("compare --devices 4 --max-dim 32 --count 3 --planners "
-                     "random,lookup_greedy,neuroshard --json " +
-                     json.string());
+  const auto r =
+      run("compare --devices 4 --max-dim 32 --count 3 --planners "
+          "random,lookup_greedy,neuroshard --json " +
+          json.string());
   REQUIRE(r.code == 0);
   CHECK(r.out.find("planning model: bundled cpu_compute_model.safetensors") != std::string::npos);
   CHECK(r.out.find("meter: simulated, the learned compute model") != std::string::npos);
@@ -472,9 +516,10 @@ TEST_CASE("compare plans NeuroShard on the bundled learned model and judges by i
   // --model none --meter analytic: the old, analytic-only comparison; the
   // numbers differ from the learned meter's.
   const auto json2 = scratch() / "compare-analytic.json";
-  const auto a = run("compare --devices 4 --max-dim 32 --count 3 --planners "
-                     "random,lookup_greedy,neuroshard --model none --meter analytic --json " +
-                     json2.string());
+  const auto a =
+      run("compare --devices 4 --max-dim 32 --count 3 --planners "
+          "random,lookup_greedy,neuroshard --model none --meter analytic --json " +
+          json2.string());
   REQUIRE(a.code == 0);
   CHECK(a.out.find("planning model: none") != std::string::npos);
   CHECK(a.out.find("meter: analytic, analytic cost model") != std::string::npos);
@@ -491,7 +536,8 @@ TEST_CASE("compare and plan: a model file that is missing or not a cost model is
   CHECK(missing.err.find("/nonexistent/model.safetensors") != std::string::npos);
 
   // A safetensors file without neural_cost metadata (an nn golden file).
-  const std::string golden = std::string(EMBPLAN_SOURCE_DIR) + "/test/nn/golden/mlp_golden.safetensors";
+  const std::string golden =
+      std::string(EMBPLAN_SOURCE_DIR) + "/test/nn/golden/mlp_golden.safetensors";
   const auto wrong = run("compare --count 1 --model " + golden);
   CHECK(wrong.code == 2);
   CHECK(wrong.err.find("mlp_golden.safetensors") != std::string::npos);
@@ -501,4 +547,52 @@ TEST_CASE("compare and plan: a model file that is missing or not a cost model is
   CHECK(bad.code == 2);
   CHECK(bad.err.find("--meter") != std::string::npos);
   CHECK(bad.err.find("bogus") != std::string::npos);
+}
+
+TEST_CASE("train comm and train compute fit collected records and write a model file") {
+  // Comm: analytic records (no MPI ranks), which the net can learn.
+  const auto records = scratch() / "train-comm.jsonl";
+  fs::remove(records);
+  REQUIRE(run("collect comm --samples 60 --devices 4" + quick_collect + records.string()).code ==
+          0);
+  const auto model = scratch() / "comm-model.safetensors";
+  fs::remove(model);
+  const auto r =
+      run("train comm --data " + records.string() + " --epochs 20 --out " + model.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("communication models on 60 records") != std::string::npos);
+  CHECK(r.out.find("4 devices, meter analytic") != std::string::npos);
+  CHECK(r.out.find("forward") != std::string::npos);
+  CHECK(r.out.find("backward") != std::string::npos);
+  CHECK(fs::file_size(model) > 1000);
+
+  // Compute: 40 of the bundled CPU-meter records.
+  const auto head = scratch() / "compute-head.jsonl";
+  {
+    std::ifstream in(std::string(EMBPLAN_SOURCE_DIR) + "/data/cost/cpu_compute_train_half.jsonl");
+    std::ofstream out(head);
+    std::string line;
+    for (int i = 0; i < 40 && std::getline(in, line); ++i)
+      out << line << '\n';
+  }
+  const auto cmodel = scratch() / "compute-model.safetensors";
+  const auto c =
+      run("train compute --data " + head.string() + " --epochs 3 --out " + cmodel.string());
+  REQUIRE(c.code == 0);
+  CHECK(c.out.find("compute-cost model on 40 records") != std::string::npos);
+  // The file it writes is a model plan/compare take.
+  const auto p = run("compare --devices 4 --max-dim 16 --count 1 --planners neuroshard --model " +
+                     cmodel.string());
+  CHECK(p.code == 0);
+  CHECK(p.out.find("planning model: compute-model.safetensors") != std::string::npos);
+}
+
+TEST_CASE("train: a bad kind and a missing data file are named") {
+  const auto kind = run("train bogus --data x.jsonl --out y.safetensors");
+  CHECK(kind.code == 2);
+  CHECK(kind.err.find("train.kind") != std::string::npos);
+  CHECK(kind.err.find("bogus") != std::string::npos);
+  const auto data = run("train comm --data /nonexistent/records.jsonl --out y.safetensors");
+  CHECK(data.code == 2);
+  CHECK(data.err.find("/nonexistent/records.jsonl") != std::string::npos);
 }
