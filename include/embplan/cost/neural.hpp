@@ -35,6 +35,7 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/cost/detail/metadata.hpp"
 #include "embplan/cost/features.hpp"
 #include "embplan/cost/neural_comm.hpp"
 #include "embplan/io/safetensors.hpp"
@@ -148,8 +149,8 @@ class neural_cost {
     meta["embplan.batch_size"] = std::to_string(s.meta.batch_size);
     meta["embplan.forward_share"] = std::to_string(s.meta.forward_share);
     meta["embplan.trained_on"] = s.meta.trained_on;
-    meta["embplan.table_mlp_sizes"] = sizes_text(s.net.t_hidden);
-    meta["embplan.pred_mlp_sizes"] = sizes_text(s.net.c_hidden);
+    meta["embplan.table_mlp_sizes"] = cost::detail::sizes_text(s.net.t_hidden);
+    meta["embplan.pred_mlp_sizes"] = cost::detail::sizes_text(s.net.c_hidden);
     nn::save_state_dict(path, s.net, std::move(meta));
   }
 
@@ -171,17 +172,19 @@ class neural_cost {
     meta.features = cost::parse_feature_set(get("embplan.feature_set"),
                                             path.string() + ": metadata.embplan.feature_set");
     meta.meter = get("embplan.meter");
-    meta.batch_size = parse_number<std::int64_t>(get("embplan.batch_size"),
-                                                 path.string() + ": metadata.embplan.batch_size");
-    meta.forward_share = parse_number<double>(get("embplan.forward_share"),
-                                              path.string() + ": metadata.embplan.forward_share");
+    meta.batch_size = cost::detail::parse_number<std::int64_t>(
+        get("embplan.batch_size"), path.string() + ": metadata.embplan.batch_size");
+    meta.forward_share = cost::detail::parse_number<double>(
+        get("embplan.forward_share"), path.string() + ": metadata.embplan.forward_share");
     meta.trained_on = get("embplan.trained_on");
     for (const auto& [k, v] : file.metadata)
       if (k.rfind("embplan.", 0) != 0) meta.extra[k] = v;
     nn::compute_cost_net_options o;
     o.table_features = static_cast<Eigen::Index>(cost::feature_count(meta.features));
-    o.table_mlp_sizes = parse_sizes(get("embplan.table_mlp_sizes"), path, "table_mlp_sizes");
-    o.pred_mlp_sizes = parse_sizes(get("embplan.pred_mlp_sizes"), path, "pred_mlp_sizes");
+    o.table_mlp_sizes = cost::detail::parse_sizes(
+        get("embplan.table_mlp_sizes"), path.string() + ": metadata.embplan.table_mlp_sizes");
+    o.pred_mlp_sizes = cost::detail::parse_sizes(
+        get("embplan.pred_mlp_sizes"), path.string() + ": metadata.embplan.pred_mlp_sizes");
     // The table MLP's first size is the input (feature count); the head's last is 1.
     if (o.table_mlp_sizes.size() < 2 || o.table_mlp_sizes.front() != o.table_features) {
       embplan::detail::fail(
@@ -221,44 +224,6 @@ class neural_cost {
       embplan::detail::fail("neural_cost", "(empty)", "a model (construct or load one)");
     }
     return *state_;
-  }
-
-  static std::string sizes_text(const nn::mlp& m) {
-    std::string out = std::to_string(m.in_features());
-    for (const auto& layer : m.layers)
-      out += "," + std::to_string(layer.out_features());
-    return out;
-  }
-
-  template <class T>
-  static T parse_number(const std::string& text, const std::string& field) {
-    try {
-      std::size_t used = 0;
-      T v{};
-      if constexpr (std::is_same_v<T, double>) {
-        v = std::stod(text, &used);
-      } else {
-        v = static_cast<T>(std::stoll(text, &used));
-      }
-      if (used == text.size()) return v;
-    } catch (const std::exception&) {
-    }
-    embplan::detail::fail(field, text, "a number");
-  }
-
-  static std::vector<Eigen::Index> parse_sizes(const std::string& text,
-                                               const std::filesystem::path& path,
-                                               std::string_view key) {
-    std::vector<Eigen::Index> out;
-    std::size_t begin = 0;
-    while (begin <= text.size()) {
-      const auto end = std::min(text.find(',', begin), text.size());
-      out.push_back(
-          parse_number<Eigen::Index>(text.substr(begin, end - begin),
-                                     path.string() + ": metadata.embplan." + std::string(key)));
-      begin = end + 1;
-    }
-    return out;
   }
 
   std::shared_ptr<const state> state_;
