@@ -138,7 +138,13 @@ struct collect_args {
   bool quiet = false;
 };
 
-inline int run_collect(const collect_args& a, const world& w) {
+// `make_meter(meter_options)` builds the compute meter (anything with
+// measure(tables, seed) -> shard_measurement): the CPU's shard_meter in
+// `embplan collect`, the GPU's in `embplan_gpu collect`; `meter_name` goes
+// into every compute record.
+template <class MakeMeter>
+int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
+                const std::string& compute_meter_name) {
   namespace eb = embplan::bench;
   if (a.kind != "compute" && a.kind != "comm") {
     embplan::detail::fail("collect.kind", a.kind, "\"compute\" or \"comm\"");
@@ -201,7 +207,8 @@ inline int run_collect(const collect_args& a, const world& w) {
     file.open(a.out, std::ios::app);
     if (!file) embplan::detail::fail("collect.out", a.out, "a writable file");
   }
-  const std::string meter = a.kind == "compute" ? "cpu" : (mpi_comm ? "mpi-alltoallv" : "analytic");
+  const std::string meter =
+      a.kind == "compute" ? compute_meter_name : (mpi_comm ? "mpi-alltoallv" : "analytic");
   if (w.rank() == 0 && !a.quiet) {
     std::cerr << "embplan collect " << a.kind << ": " << todo.size() << " samples to measure ("
               << (a.samples - static_cast<std::int64_t>(todo.size())) << " already in " << a.out
@@ -225,10 +232,10 @@ inline int run_collect(const collect_args& a, const world& w) {
 
   if (a.kind == "compute") {
     const auto ranks = static_cast<std::size_t>(w.size());
-    eb::shard_meter shard_meter(
-        {.batch_size = a.batch_size,
-         .protocol = protocol,
-         .max_weight_bytes = static_cast<std::uint64_t>(a.max_weight_mib) << 20});
+    auto shard_meter = make_meter(
+        eb::meter_options{.batch_size = a.batch_size,
+                          .protocol = protocol,
+                          .max_weight_bytes = static_cast<std::uint64_t>(a.max_weight_mib) << 20});
     for (std::size_t round = 0; round * ranks < todo.size(); ++round) {
       const std::size_t k = round * ranks + static_cast<std::size_t>(w.rank());
       std::string line;
@@ -268,6 +275,12 @@ inline int run_collect(const collect_args& a, const world& w) {
               << " in " << s << " s\n";
   }
   return 0;
+}
+
+inline int run_collect(const collect_args& a, const world& w) {
+  return run_collect(
+      a, w, [](const embplan::bench::meter_options& o) { return embplan::bench::shard_meter(o); },
+      "cpu");
 }
 
 }  // namespace embplan_cli

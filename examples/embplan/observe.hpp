@@ -114,30 +114,44 @@ inline int run_repeatability(const observe_args& a) {
   return 0;
 }
 
-inline int run_observe(const observe_args& a) {
-  namespace eb = embplan::bench;
+inline void validate(const observe_args& a) {
   if (a.repeats < 2) embplan::detail::fail("observe.repeats", a.repeats, "a count >= 2");
-  if (a.repeatability) return run_repeatability(a);
   if (a.sets < 1) embplan::detail::fail("observe.sets", a.sets, "a count >= 1");
   if (a.tables_per_set < 2) {
     embplan::detail::fail("observe.tables_per_set", a.tables_per_set, "a count >= 2");
   }
   if (a.halves < 1) embplan::detail::fail("observe.halves", a.halves, "a count >= 1");
-  const eb::meter_options mo{
-      .batch_size = a.batch_size,
-      .seed = a.seed,
-      .protocol = {.warmup = a.warmup, .runs = a.runs, .drop = a.drop},
-      .max_weight_bytes = std::uint64_t{3} << 29,  // 1.5 GiB: 10M x 32 fp32 fits
-      .separate = false};
-  eb::shard_meter meter(mo);
+}
+
+// The meter options of `observe`: the protocol and batch from the arguments,
+// shards up to `max_weight_bytes`; forward + backward only unless `separate`.
+inline embplan::bench::meter_options observe_meter_options(const observe_args& a,
+                                                           std::uint64_t max_weight_bytes,
+                                                           bool separate = false) {
+  return {.batch_size = a.batch_size,
+          .seed = a.seed,
+          .protocol = {.warmup = a.warmup, .runs = a.runs, .drop = a.drop},
+          .max_weight_bytes = max_weight_bytes,
+          .separate = separate};
+}
+
+// Observations (0)-(3) on any meter with measure(tables, seed) -> shard_measurement
+// and options(): bench::shard_meter (CPU) here, bench::cuda_shard_meter through
+// examples/observe_gpu.
+template <class Meter>
+int run_observations(const observe_args& a, Meter& meter, const std::string& meter_name) {
+  namespace eb = embplan::bench;
+  validate(a);
+  const eb::meter_options& mo = meter.options();
   const auto measure_total = [&](std::span<const embplan::table_spec> tables, std::uint64_t seed) {
     return meter.measure(tables, seed).total.mean_ms;
   };
   const auto pool = embplan::data::synthetic_pool({.seed = 0});
   embplan::rng gen(embplan::derive_seed(a.seed, 0x0b5e));
   const std::vector<std::int32_t> dims{4, 8, 16, 32, 64, 128};
-  std::cout << "CPU meter, B = " << a.batch_size << " bags per table, forward + backward, "
-            << "protocol W=" << a.warmup << " B=" << a.runs << " K=" << a.drop << "\n\n";
+  std::cout << meter_name << ", B = " << mo.batch_size << " bags per table, forward + backward, "
+            << "protocol W=" << mo.protocol.warmup << " B=" << mo.protocol.runs
+            << " K=" << mo.protocol.drop << "\n\n";
 
   // (0) repeatability: one 10-table shard measured `repeats` times.
   {
@@ -162,8 +176,12 @@ inline int run_observe(const observe_args& a) {
   }
 
   // (1) fused vs sum of singles, over random sets of pool tables at random dims.
+  // With a meter that times the parts (meter_options::separate), forward and
+  // backward are compared too, to show which one fusion helps or hurts.
   {
     std::vector<double> ratios;
+    std::vector<double> forward_ratios;
+    std::vector<double> backward_ratios;
     int below = 0;
     for (std::int32_t s = 0; s < a.sets; ++s) {
       std::vector<embplan::table_spec> set;
@@ -178,23 +196,40 @@ inline int run_observe(const observe_args& a) {
       for (std::size_t i = 0; i < set.size(); ++i)
         set[i].rows = rows[i];
       const auto seed = embplan::derive_seed(a.seed, static_cast<std::uint64_t>(s));
-      const double fused = measure_total(set, seed);
+      const auto fused = meter.measure(set, seed);
       double sum = 0.0;
-      for (const auto& t : set)
-        sum += measure_total(std::span<const embplan::table_spec>(&t, 1), seed);
-      ratios.push_back(fused / sum);
-      below += fused < sum ? 1 : 0;
+      double forward_sum = 0.0;
+      double backward_sum = 0.0;
+      for (const auto& t : set) {
+        const auto single = meter.measure(std::span<const embplan::table_spec>(&t, 1), seed);
+        sum += single.total.mean_ms;
+        forward_sum += single.forward.mean_ms;
+        backward_sum += single.backward.mean_ms;
+      }
+      ratios.push_back(fused.total.mean_ms / sum);
+      if (mo.separate) {
+        forward_ratios.push_back(fused.forward.mean_ms / forward_sum);
+        backward_ratios.push_back(fused.backward.mean_ms / backward_sum);
+      }
+      below += fused.total.mean_ms < sum ? 1 : 0;
     }
-    std::sort(ratios.begin(), ratios.end());
-    double mean = 0.0;
-    for (const auto r : ratios)
-      mean += r / static_cast<double>(ratios.size());
+    const auto summary = [](std::vector<double> r) {
+      std::sort(r.begin(), r.end());
+      double mean = 0.0;
+      for (const auto x : r)
+        mean += x / static_cast<double>(r.size());
+      return "mean " + fixed(mean, 3) + ", min " + fixed(r.front(), 3) + ", median " +
+             fixed(r[r.size() / 2], 3) + ", max " + fixed(r.back(), 3);
+    };
     std::cout << "(1) multi-table cost vs sum of single-table costs (" << a.sets << " random "
               << a.tables_per_set << "-table sets)\n"
-              << "    fused < sum in " << below << " of " << a.sets << " sets; fused / sum: mean "
-              << fixed(mean, 3) << ", min " << fixed(ratios.front(), 3) << ", median "
-              << fixed(ratios[ratios.size() / 2], 3) << ", max " << fixed(ratios.back(), 3)
-              << "\n\n";
+              << "    fused < sum in " << below << " of " << a.sets
+              << " sets; fused / sum: " << summary(ratios) << "\n";
+    if (mo.separate) {
+      std::cout << "    forward only: " << summary(forward_ratios) << "\n"
+                << "    backward only: " << summary(backward_ratios) << "\n";
+    }
+    std::cout << '\n';
   }
 
   // (2) each column half vs half the original, per split dimension.
@@ -254,7 +289,7 @@ inline int run_observe(const observe_args& a) {
     base = 0.0;
     for (const std::int64_t rows : {1'000, 10'000, 100'000, 1'000'000, 10'000'000}) {
       // few rows cannot hold unique indices: reuse follows from rows there
-      const double lookups = 20.0 * static_cast<double>(a.batch_size);
+      const double lookups = 20.0 * static_cast<double>(mo.batch_size);
       std::size_t bin = 0;
       while (bin + 1 < embplan::reuse_bin_count &&
              lookups / embplan::reuse_bin_middle(bin) > static_cast<double>(rows))
@@ -274,6 +309,15 @@ inline int run_observe(const observe_args& a) {
     by_reuse.print(std::cout);
   }
   return 0;
+}
+
+inline int run_observe(const observe_args& a) {
+  if (a.repeats < 2) embplan::detail::fail("observe.repeats", a.repeats, "a count >= 2");
+  if (a.repeatability) return run_repeatability(a);
+  validate(a);
+  // 1.5 GiB: 10M x 32 fp32 fits
+  embplan::bench::shard_meter meter(observe_meter_options(a, std::uint64_t{3} << 29));
+  return run_observations(a, meter, "CPU meter");
 }
 
 }  // namespace embplan_cli

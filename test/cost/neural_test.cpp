@@ -179,3 +179,18 @@ TEST_CASE("records and training: bad input names the field and value") {
           (void)embplan::cost::train_compute_model(synthetic_records(5, 2), pool());
         }).find("train.records") != std::string::npos);
 }
+
+TEST_CASE("the committed GPU-meter model loads and is as accurate on the unseen half as reported") {
+  const fs::path dir = fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost";
+  const auto model = embplan::neural_cost::load(dir / "gpu_compute_model.safetensors");
+  CHECK(model.metadata().meter == "cuda");
+  CHECK(model.metadata().batch_size == 65536);
+  // Records of the pool's other half (tables the model never saw), measured on
+  // the same H100 (README: R^2 0.979 there).
+  const auto records = embplan::cost::read_compute_records(dir / "gpu_compute_test_half.jsonl");
+  CHECK(records.size() == 200);
+  const auto full_pool = embplan::data::synthetic_pool({.seed = 0});
+  const auto m = embplan::cost::evaluate_compute_model(model.network(), records, full_pool,
+                                                       model.metadata().features);
+  CHECK(m.r2 == doctest::Approx(0.979).epsilon(0.002));
+}

@@ -87,3 +87,46 @@ TEST_CASE("hot rows get disjoint scratch rows below hot_rows_bound") {
   CHECK(kd::hot_rows_bound(0, 32) == 1);
   CHECK(kd::hot_rows_bound(100, 32) == 3);
 }
+
+TEST_CASE("lower_bound_of: the first element not below a value, or n") {
+  const std::vector<std::int64_t> sorted{2, 2, 5, 9, 9, 9, 14};
+  const auto n = static_cast<std::int64_t>(sorted.size());
+  CHECK(kd::lower_bound_of(sorted.data(), n, std::int64_t{0}) == 0);
+  CHECK(kd::lower_bound_of(sorted.data(), n, std::int64_t{2}) == 0);
+  CHECK(kd::lower_bound_of(sorted.data(), n, std::int64_t{3}) == 2);
+  CHECK(kd::lower_bound_of(sorted.data(), n, std::int64_t{9}) == 3);
+  CHECK(kd::lower_bound_of(sorted.data(), n, std::int64_t{10}) == 6);
+  CHECK(kd::lower_bound_of(sorted.data(), n, std::int64_t{15}) == n);
+  CHECK(kd::lower_bound_of(sorted.data(), std::int64_t{0}, std::int64_t{1}) == 0);
+}
+
+TEST_CASE("table_work_begin splits the work items into per-table ranges, empty tables too") {
+  // 4 tables of 10 rows (row_offsets 0, 10, 20, 30, 40); table 2 has no lookups.
+  // Unique rows after sort + run-length encoding, and chunks per segment:
+  const std::vector<std::int64_t> unique_rows{1, 4, 9, 10, 33, 39};
+  const std::vector<std::int32_t> chunks{1, 3, 1, 2, 1, 1};
+  std::vector<std::int32_t> chunk_starts{0};
+  for (std::size_t s = 0; s + 1 < chunks.size(); ++s)
+    chunk_starts.push_back(chunk_starts.back() + chunks[s]);
+  const std::int64_t total = chunk_starts.back() + chunks.back();  // 9
+  const auto segments = static_cast<std::int64_t>(unique_rows.size());
+  const auto begin = [&](std::int64_t row) {
+    return kd::table_work_begin(unique_rows.data(), chunk_starts.data(), segments, total, row);
+  };
+  CHECK(begin(0) == 0);   // table 0: segments 0-2, work items 0-4
+  CHECK(begin(10) == 5);  // table 1: segment 3, items 5-6
+  CHECK(begin(20) == 7);  // table 2: nothing, an empty range [7, 7)
+  CHECK(begin(30) == 7);  // table 3: segments 4-5, items 7-8
+  CHECK(begin(40) == 9);  // past the last table: all work
+  // every work item belongs to exactly the table whose range holds it
+  const std::vector<std::int64_t> row_offsets{0, 10, 20, 30, 40};
+  for (std::int64_t s = 0; s < segments; ++s) {
+    const auto t = k::index::table_of_linear_row(row_offsets.data(), 4,
+                                                 unique_rows[static_cast<std::size_t>(s)]);
+    const auto w = chunk_starts[static_cast<std::size_t>(s)];
+    CHECK(begin(row_offsets[static_cast<std::size_t>(t)]) <= w);
+    CHECK(w < begin(row_offsets[static_cast<std::size_t>(t) + 1]));
+  }
+  // no segments at all: every table's range is empty
+  CHECK(kd::table_work_begin(unique_rows.data(), chunk_starts.data(), 0, 0, 10) == 0);
+}

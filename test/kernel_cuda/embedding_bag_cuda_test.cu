@@ -6,6 +6,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "embplan/bench/cuda_meter.cuh"
 #include "embplan/bench/cuda_timer.cuh"
 #include "embplan/core/random.hpp"
 #include "embplan/kernel/embedding_bag.cuh"
@@ -86,7 +88,8 @@ problem make_problem(std::uint64_t seed, const std::vector<std::int32_t>& dims,
     }
   }
   for (std::size_t i = 0; i < p.indices.size(); ++i)
-    p.per_sample_weights.push_back(static_cast<float>(gen.uniform(0.25, 2.0)));
+    // multiples of 1/4 in [0.25, 2]: products with dyadic gradients stay exact
+    p.per_sample_weights.push_back(0.25f * static_cast<float>(1 + gen.below(8)));
   return p;
 }
 
@@ -106,8 +109,56 @@ std::vector<Weight> random_weights(std::uint64_t seed, std::int64_t count) {
   return w;
 }
 
-std::vector<float> random_grad(std::uint64_t seed, std::int64_t count) {
-  return random_weights<float>(seed, count);
+// Gradients k / 2^bits in [-1, 1]: with per-sample weights in quarters, every
+// product and every partial sum of a row's gradient is exact in fp32 while
+// |sum| * 2^(bits + 2) < 2^24, so in sum mode any summation order gives the
+// same bits — the GPU's chunked atomics and the CPU's serial loop alike.
+std::vector<float> dyadic_grad(std::uint64_t seed, std::int64_t count, int bits = 8) {
+  embplan::rng gen(seed);
+  const auto one = std::uint64_t{1} << bits;
+  std::vector<float> g(static_cast<std::size_t>(count));
+  for (auto& x : g)
+    x = std::ldexp(static_cast<float>(static_cast<std::int64_t>(gen.below(2 * one + 1)) -
+                                      static_cast<std::int64_t>(one)),
+                   -bits);
+  return g;
+}
+
+// Per weight: lr * sum over the row's lookups of |scale * psw * grad| (the A of
+// the summation error bound |computed - exact| <= n u A, u = 2^-24, which holds
+// for every order of summation: serial on the CPU, chunks + atomics on the GPU)
+// and n, the row's lookups.
+struct sum_bound {
+  std::vector<double> abs_sum;
+  std::vector<double> count;
+};
+
+void add_bound(sum_bound& b, const problem& p, k::pooling_mode mode, bool weighted,
+               std::span<const float> grad, float lr) {
+  const auto& l = p.layout;
+  b.abs_sum.resize(static_cast<std::size_t>(l.total_weights()), 0.0);
+  b.count.resize(static_cast<std::size_t>(l.total_weights()), 0.0);
+  for (std::int64_t t = 0; t < l.tables(); ++t) {
+    const auto ut = static_cast<std::size_t>(t);
+    for (std::int64_t s = 0; s < p.batch_size; ++s) {
+      const auto bag = static_cast<std::size_t>(t * p.batch_size + s);
+      const std::int64_t begin = p.offsets[bag];
+      const std::int64_t end = p.offsets[bag + 1];
+      const double scale =
+          mode == k::pooling_mode::mean ? 1.0 / static_cast<double>(end - begin) : 1.0;
+      for (std::int64_t i = begin; i < end; ++i) {
+        const auto ui = static_cast<std::size_t>(i);
+        const double w = scale * (weighted ? p.per_sample_weights[ui] : 1.0) * lr;
+        const auto base = static_cast<std::size_t>(
+            k::index::weight_offset(l.weights_offsets[ut], p.indices[ui], l.dims[ut]));
+        for (std::int32_t d = 0; d < l.dims[ut]; ++d) {
+          const auto g = static_cast<std::size_t>(s * l.total_dim() + l.d_offsets[ut] + d);
+          b.abs_sum[base + static_cast<std::size_t>(d)] += std::abs(w * grad[g]);
+          b.count[base + static_cast<std::size_t>(d)] += 1.0;
+        }
+      }
+    }
+  }
 }
 
 // |got - want| <= rel * max(1, |want|): fp32 1e-5; fp16 a little over one
@@ -165,15 +216,39 @@ void check_backward(std::uint64_t seed, k::pooling_mode mode, bool weighted,
   std::vector<Weight> want = initial;
   k::backward_workspace ws;
   k::device_tbe<Weight> tbe(p.layout, initial, options);
+  sum_bound bound;
   for (int step = 0; step < 2; ++step) {  // the second step finds scratch and counters reset
-    const auto grad = random_grad(seed + 10 + static_cast<std::uint64_t>(step), out_size);
-    const float lr = step == 0 ? 0.05f : 0.02f;
+    const auto grad = dyadic_grad(seed + 10 + static_cast<std::uint64_t>(step), out_size);
+    const float lr = step == 0 ? 0.0625f : 0.03125f;  // powers of two: lr * sum is exact
     k::embedding_bag_backward_sgd<Weight>(p.layout, want, batch, mode, grad, lr, ws);
     tbe.backward_sgd(batch, mode, grad, lr);
+    add_bound(bound, p, mode, weighted, grad, lr);
   }
   std::vector<Weight> got(want.size());
   tbe.download_weights(got);
-  check_close<Weight>(got, want, "weights after two SGD steps");
+  if (mode == k::pooling_mode::sum) {
+    // Every sum exact, one rounding per update on both sides: the same bits.
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      differ += got[i] == want[i] ? 0 : 1;
+    CHECK(differ == 0);
+  } else if constexpr (std::is_same_v<Weight, float>) {
+    // Mean pooling scales by 1/length: sums are rounded, in a different order
+    // on each side. Both are within n u A of the exact sum (plus the
+    // updates' own roundings), so they are within twice that of each other.
+    std::size_t bad = 0;
+    std::size_t first_bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double tol = 2.0 * bound.count[i] * 0x1p-24 * bound.abs_sum[i] +
+                         4.0 * 0x1p-24 * std::max(1.0, std::abs(double{want[i]}));
+      if (!(std::abs(double{got[i]} - double{want[i]}) <= tol) && bad++ == 0) first_bad = i;
+    }
+    INFO("first mismatch at " << first_bad << ": got " << got[first_bad] << ", want "
+                              << want[first_bad]);
+    CHECK(bad == 0);
+  } else {
+    check_close<Weight>(got, want, "weights after two SGD steps");
+  }
 
   // untouched rows: the second half of every table, bit for bit
   std::size_t changed = 0;
@@ -241,6 +316,26 @@ TEST_SUITE("host") {
     CHECK(size.find("device_tbe.weights.size") != std::string::npos);
     CHECK(size.find("79") != std::string::npos);
     CHECK(size.find("80") != std::string::npos);
+  }
+
+  TEST_CASE("the GPU meter checks options and tables before any CUDA call") {
+    embplan::bench::meter_options o = embplan::bench::cuda_meter_defaults();
+    CHECK(o.batch_size == 65536);
+    o.repeats = 0;
+    const std::string repeats = message_of([&] { embplan::bench::cuda_shard_meter meter(o); });
+    CHECK(repeats.find("meter.repeats") != std::string::npos);
+    embplan::bench::cuda_shard_meter meter({.batch_size = 64});
+    embplan::table_spec t;
+    t.name = "t";
+    t.rows = 100;
+    t.dim = 6;
+    t.pooling_factor = 2.0;
+    t.reuse_hist[0] = 1.0;
+    const std::vector<embplan::table_spec> tables{t};
+    const std::string dim = message_of([&] { meter.measure(tables); });
+    CHECK(dim.find("shard.tables[0].dim") != std::string::npos);
+    CHECK(dim.find("= 6") != std::string::npos);
+    CHECK(dim.find("multiple of 4") != std::string::npos);
   }
 
   TEST_CASE("without a device, construction fails with the CUDA call and the runtime's text") {
@@ -317,6 +412,86 @@ TEST_SUITE("gpu") {
     // and nothing half-uploaded is used: forward without a batch is refused
     CHECK(message_of([&] { tbe.forward(k::pooling_mode::sum); }).find("upload_batch") !=
           std::string::npos);
+  }
+
+  TEST_CASE("zero_weights: a device_tbe with zero weights pools to zeros, then trains") {
+    const problem p = make_problem(51, mixed_dims, 16, 5);
+    k::device_tbe<float> tbe(p.layout, k::zero_weights);
+    tbe.forward(p.view(false), k::pooling_mode::sum);
+    std::vector<float> out(static_cast<std::size_t>(p.batch_size * p.layout.total_dim()), 1.0f);
+    tbe.download_output(out);
+    for (const float x : out)
+      REQUIRE(x == 0.0f);
+    // one SGD step from zeros equals the CPU reference's from zeros
+    std::vector<float> want(static_cast<std::size_t>(p.layout.total_weights()), 0.0f);
+    const auto grad = dyadic_grad(52, p.batch_size * p.layout.total_dim());
+    k::backward_workspace ws;
+    k::embedding_bag_backward_sgd<float>(p.layout, want, p.view(false), k::pooling_mode::sum, grad,
+                                         0.1f, ws);
+    tbe.backward_sgd(p.view(false), k::pooling_mode::sum, grad, 0.1f);
+    std::vector<float> got(want.size());
+    tbe.download_weights(got);
+    check_close<float>(got, want, "weights after one step from zeros");
+  }
+
+  TEST_CASE("a batch larger than one grid: many blocks, grid-stride loops, a very hot row") {
+    // 8 tables x 4096 bags, bags up to 40 lookups, and 200,000 extra lookups
+    // of one row: more work items than the backward's capped grid has threads.
+    const problem p =
+        make_problem(61, {16, 32, 64, 128, 4, 8, 256, 12}, 4096, 40, {{3, 11}}, 200'000);
+    const auto weights = random_weights<float>(62, p.layout.total_weights());
+    const auto out_size = static_cast<std::size_t>(p.batch_size * p.layout.total_dim());
+    std::vector<float> want(out_size), got(out_size);
+    k::embedding_bag_forward<float>(p.layout, weights, p.view(true), k::pooling_mode::mean, want);
+    k::device_tbe<float> tbe(p.layout, weights);
+    tbe.forward(p.view(true), k::pooling_mode::mean);
+    tbe.download_output(got);
+    check_close<float>(got, want, "forward output, large batch");
+
+    // Gradients in 1/16, products in 1/64ths: exact while a partial sum stays
+    // below 2^18. The hot row's ~200,000 terms (|x| <= 2) have random signs,
+    // so its partial sums stay in the thousands: bit-for-bit equal weights.
+    std::vector<float> want_w = weights;
+    const auto grad = dyadic_grad(63, static_cast<std::int64_t>(out_size), 4);
+    k::backward_workspace ws;
+    k::embedding_bag_backward_sgd<float>(p.layout, want_w, p.view(true), k::pooling_mode::sum, grad,
+                                         0x1p-14f, ws);
+    tbe.backward_sgd(p.view(true), k::pooling_mode::sum, grad, 0x1p-14f);
+    std::vector<float> got_w(want_w.size());
+    tbe.download_weights(got_w);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < got_w.size(); ++i)
+      differ += got_w[i] == want_w[i] ? 0 : 1;
+    CHECK(differ == 0);
+  }
+
+  TEST_CASE("the GPU meter measures a shard: positive, ordered, fp32 and fp16") {
+    embplan::bench::meter_options o = embplan::bench::cuda_meter_defaults();
+    o.batch_size = 1024;
+    o.protocol = {.warmup = 1, .runs = 5, .drop = 1};
+    embplan::bench::cuda_shard_meter meter(o);
+    std::vector<embplan::table_spec> tables;
+    for (int i = 0; i < 3; ++i) {
+      embplan::table_spec t;
+      t.name = "t" + std::to_string(i);
+      t.rows = 100'000;
+      t.dim = 32 * (i + 1);
+      t.pooling_factor = 10.0;
+      t.reuse_hist[0] = 1.0;
+      tables.push_back(t);
+    }
+    const auto m = meter.measure(tables, 7);
+    CHECK(m.forward.mean_ms > 0.0);
+    CHECK(m.backward.mean_ms > 0.0);
+    CHECK(m.total.mean_ms > 0.0);
+    CHECK(m.total.sorted_ms.size() == 5);
+    CHECK(m.lookups > 0);
+    CHECK(m.weight_bytes == 100'000u * (32 + 64 + 96) * 4u);
+    for (auto& t : tables)
+      t.weight_dtype = embplan::dtype::fp16;
+    const auto h = meter.measure(tables, 7);
+    CHECK(h.weight_bytes == m.weight_bytes / 2);
+    CHECK(h.total.mean_ms > 0.0);
   }
 
   TEST_CASE("cuda_event_timer measures enqueued work") {

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "embplan/bench/protocol.hpp"
@@ -104,6 +105,89 @@ inline std::vector<std::int64_t> capped_rows(std::span<const table_spec> tables,
   return rows;
 }
 
+// What a meter runs for one shard: the layout of its (capped) tables and an
+// index trace of `batch_size` bags per table. Checks the tables first: valid,
+// fp32 or fp16, one dtype per shard, and dims that are multiples of
+// `dim_multiple` (the CUDA kernel's 4-element vectors; 1 on the CPU).
+struct prepared_shard {
+  kernel::tbe_layout layout;
+  data::tbe_trace trace;
+  bool fp16 = false;
+};
+
+inline prepared_shard prepare_shard(std::span<const table_spec> tables, const meter_options& o,
+                                    std::uint64_t seed, std::string_view meter_name,
+                                    std::int32_t dim_multiple) {
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const std::string where = "shard.tables[" + std::to_string(i) + "]";
+    validate(tables[i], where);
+    if (tables[i].weight_dtype == dtype::int8) {
+      embplan::detail::fail(where + ".dtype", "int8",
+                            "fp32 or fp16 (the " + std::string(meter_name) + "'s kernels)");
+    }
+    if (tables[i].weight_dtype != tables.front().weight_dtype) {
+      embplan::detail::fail(where + ".dtype", to_string(tables[i].weight_dtype),
+                            "the dtype of the shard's first table (" +
+                                std::string(to_string(tables.front().weight_dtype)) + ")");
+    }
+    if (tables[i].dim % dim_multiple != 0) {
+      embplan::detail::fail(where + ".dim", tables[i].dim,
+                            "a multiple of " + std::to_string(dim_multiple) + " (the " +
+                                std::string(meter_name) + "'s kernel loads rows as vectors)");
+    }
+  }
+  std::vector<table_spec> run_tables(tables.begin(), tables.end());
+  const auto rows = capped_rows(tables, o.max_weight_bytes);
+  std::vector<std::int32_t> dims;
+  for (std::size_t i = 0; i < run_tables.size(); ++i) {
+    run_tables[i].rows = rows[i];
+    dims.push_back(run_tables[i].dim);
+  }
+  prepared_shard p;
+  p.layout = kernel::make_tbe_layout(rows, dims);
+  p.trace = data::generate_tbe_trace(run_tables,
+                                     data::trace_options{.batch_size = o.batch_size, .seed = seed});
+  p.fp16 = !tables.empty() && tables.front().weight_dtype == dtype::fp16;
+  return p;
+}
+
+// The protocol `repeats` times on the same inputs; the measurement whose mean
+// is the median (meter_options::repeats).
+template <class Timer, class Run, class Before>
+measurement median_of_repeats(Timer& timer, Run&& run, Before&& before,
+                              const protocol_options& protocol, int repeats) {
+  std::vector<measurement> all;
+  all.reserve(static_cast<std::size_t>(repeats));
+  for (int r = 0; r < repeats; ++r)
+    all.push_back(embplan::bench::measure(timer, run, before, protocol));
+  const auto middle = all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2);
+  std::nth_element(all.begin(), middle, all.end(), [](const measurement& x, const measurement& y) {
+    return x.mean_ms < y.mean_ms;
+  });
+  return std::move(*middle);
+}
+
+// Forward, backward (if o.separate) and both together, each under `protocol`,
+// and what was run: the common end of every meter's measure().
+template <class Protocol, class Forward, class Backward>
+shard_measurement measure_parts(const meter_options& o, Protocol&& protocol, Forward&& forward,
+                                Backward&& backward, const kernel::tbe_layout& layout,
+                                const data::tbe_trace& trace, std::size_t weight_size) {
+  shard_measurement m;
+  if (o.separate) {
+    m.forward = protocol(forward);
+    m.backward = protocol(backward);
+  }
+  m.total = protocol([&] {
+    forward();
+    backward();
+  });
+  m.lookups = static_cast<std::int64_t>(trace.indices.size());
+  m.rows = layout.rows;
+  m.weight_bytes = static_cast<std::uint64_t>(layout.total_weights()) * weight_size;
+  return m;
+}
+
 }  // namespace detail
 
 // Measures the tables of one device as one fused embedding bag. Each table is
@@ -123,32 +207,8 @@ class shard_meter {
     return measure(tables, options_.seed);
   }
   shard_measurement measure(std::span<const table_spec> tables, std::uint64_t seed) {
-    for (std::size_t i = 0; i < tables.size(); ++i) {
-      const std::string where = "shard.tables[" + std::to_string(i) + "]";
-      validate(tables[i], where);
-      if (tables[i].weight_dtype == dtype::int8) {
-        embplan::detail::fail(where + ".dtype", "int8", "fp32 or fp16 (the CPU meter's kernels)");
-      }
-      if (tables[i].weight_dtype != tables.front().weight_dtype) {
-        embplan::detail::fail(where + ".dtype", to_string(tables[i].weight_dtype),
-                              "the dtype of the shard's first table (" +
-                                  std::string(to_string(tables.front().weight_dtype)) + ")");
-      }
-    }
-    std::vector<table_spec> run_tables(tables.begin(), tables.end());
-    const auto rows = detail::capped_rows(tables, options_.max_weight_bytes);
-    std::vector<std::int32_t> dims;
-    for (std::size_t i = 0; i < run_tables.size(); ++i) {
-      run_tables[i].rows = rows[i];
-      dims.push_back(run_tables[i].dim);
-    }
-    const auto layout = kernel::make_tbe_layout(rows, dims);
-    const auto trace = data::generate_tbe_trace(
-        run_tables, data::trace_options{.batch_size = options_.batch_size, .seed = seed});
-    if (!tables.empty() && tables.front().weight_dtype == dtype::fp16) {
-      return run(layout, trace, weights_half_);
-    }
-    return run(layout, trace, weights_float_);
+    const auto p = detail::prepare_shard(tables, options_, seed, "CPU meter", 1);
+    return p.fp16 ? run(p.layout, p.trace, weights_half_) : run(p.layout, p.trace, weights_float_);
   }
 
  private:
@@ -176,38 +236,14 @@ class shard_meter {
       if (o.protocol.flush) flush_();
     };
     const auto protocol = [&](auto&& operation) {
-      return o.clock == meter_clock::thread_cpu
-                 ? median_of_repeats<thread_cpu_timer>(operation, before)
-                 : median_of_repeats<steady_timer>(operation, before);
+      if (o.clock == meter_clock::thread_cpu) {
+        thread_cpu_timer timer;
+        return detail::median_of_repeats(timer, operation, before, o.protocol, o.repeats);
+      }
+      steady_timer timer;
+      return detail::median_of_repeats(timer, operation, before, o.protocol, o.repeats);
     };
-    shard_measurement m;
-    if (o.separate) {
-      m.forward = protocol(forward);
-      m.backward = protocol(backward);
-    }
-    m.total = protocol([&] {
-      forward();
-      backward();
-    });
-    m.lookups = static_cast<std::int64_t>(trace.indices.size());
-    m.rows = layout.rows;
-    m.weight_bytes = static_cast<std::uint64_t>(layout.total_weights()) * sizeof(Weight);
-    return m;
-  }
-
-  // The protocol `repeats` times; the measurement with the median mean.
-  template <class Timer, class Run, class Before>
-  measurement median_of_repeats(Run&& run, Before&& before) {
-    Timer timer;
-    std::vector<measurement> all;
-    all.reserve(static_cast<std::size_t>(options_.repeats));
-    for (int r = 0; r < options_.repeats; ++r)
-      all.push_back(embplan::bench::measure(timer, run, before, options_.protocol));
-    const auto middle = all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2);
-    std::nth_element(
-        all.begin(), middle, all.end(),
-        [](const measurement& x, const measurement& y) { return x.mean_ms < y.mean_ms; });
-    return std::move(*middle);
+    return detail::measure_parts(o, protocol, forward, backward, layout, trace, sizeof(Weight));
   }
 
   meter_options options_;

@@ -40,6 +40,12 @@
 
 namespace embplan::kernel {
 
+// Tag: construct a device_tbe with zero weights, copying none from the host.
+struct zero_weights_t {
+  explicit zero_weights_t() = default;
+};
+inline constexpr zero_weights_t zero_weights{};
+
 // Knobs of the CUDA embedding bag.
 struct device_tbe_options {
   int block_threads = 256;          // threads per block, a multiple of 32 in [32, 1024]
@@ -65,6 +71,12 @@ inline void validate_for_cuda(const tbe_layout& layout, const tbe_batch_view& ba
     embplan::detail::fail(
         "tbe.indices.size", batch.indices.size(),
         "at most 2^31 - 1 lookups per batch (the CUDA backward sorts int32 positions)");
+  }
+  if (layout.tables() > 0 && batch.batch_size > INT32_MAX / layout.tables()) {
+    embplan::detail::fail(
+        "tbe.batch_size", batch.batch_size,
+        "at most (2^31 - 1) / tables = " + std::to_string(INT32_MAX / layout.tables()) +
+            " (the CUDA backward keeps int32 bag ids)");
   }
 }
 
@@ -98,17 +110,23 @@ class device_tbe {
           "device_tbe.weights.size", host_weights.size(),
           "the layout's total weights (" + std::to_string(layout_.total_weights()) + ")");
     }
-    max_dim_ = layout_.dims.empty() ? 4 : *std::ranges::max_element(layout_.dims);
-    int device = 0;
-    EMBPLAN_CUDA_CHECK(cudaGetDevice(&device));
-    EMBPLAN_CUDA_CHECK(
-        cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device));
+    init_device();
     weights_.upload(host_weights, stream);
-    dims_.upload(std::span<const std::int32_t>(layout_.dims), stream);
-    weights_offsets_.upload(std::span<const std::int64_t>(layout_.weights_offsets), stream);
-    d_offsets_.upload(std::span<const std::int64_t>(layout_.d_offsets), stream);
-    row_offsets_.upload(std::span<const std::int64_t>(layout_.row_offsets), stream);
-    EMBPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    upload_layout(stream);
+  }
+
+  // Weights set to zero on the device, nothing copied from the host: for
+  // timing (the values do not change the time) and for training from zeros.
+  device_tbe(const tbe_layout& layout, zero_weights_t, device_tbe_options options = {},
+             cudaStream_t stream = nullptr)
+      : layout_(layout), options_(options) {
+    validate(options_);
+    validate_for_cuda(layout_);
+    init_device();
+    const auto count = static_cast<std::size_t>(layout_.total_weights());
+    weights_.reserve(std::max<std::size_t>(count, 1));
+    EMBPLAN_CUDA_CHECK(cudaMemsetAsync(weights_.data(), 0, count * sizeof(Weight), stream));
+    upload_layout(stream);
   }
 
   const tbe_layout& layout() const noexcept { return layout_; }
@@ -129,6 +147,11 @@ class device_tbe {
       warp_offsets_.upload(std::span<const std::int64_t>(warps), stream);
       forward_threads_ = warps.back() * 32;
       warp_offsets_batch_ = batch.batch_size;
+    }
+    table_lookups_.clear();
+    for (std::int64_t t = 0; t < layout_.tables(); ++t) {
+      table_lookups_.push_back(batch.offsets[static_cast<std::size_t>((t + 1) * batch.batch_size)] -
+                               batch.offsets[static_cast<std::size_t>(t * batch.batch_size)]);
     }
     indices_.upload(batch.indices, stream);
     offsets_.upload(batch.offsets, stream);
@@ -187,9 +210,12 @@ class device_tbe {
     forward(mode, stream);
   }
 
-  // Exact SGD on the uploaded batch and gradient: linearise rows, radix-sort
-  // (row, position) pairs over only the bits total_rows needs, run-length encode
-  // into segments, scan for segment and chunk starts, then sum and apply.
+  // Exact SGD on the uploaded batch and gradient: linearise rows (and note each
+  // lookup's bag), radix-sort (row, position) pairs over only the bits
+  // total_rows needs, run-length encode into segments, scan for segment and
+  // chunk starts, map work items to segments (a max-scan over segment heads)
+  // and tables to work ranges, then sum and apply, one launch per table at the
+  // table's width.
   void backward_sgd(pooling_mode mode, float learning_rate, cudaStream_t stream = nullptr) {
     require_batch("backward_sgd");
     if (!grad_ready_) {
@@ -208,7 +234,7 @@ class device_tbe {
     const unsigned flat_blocks = grid_blocks(lookups_);
     detail::linearize_kernel<std::int64_t><<<flat_blocks, block, 0, stream>>>(
         indices_.data(), offsets_.data(), row_offsets_.data(), batch_size_,
-        layout_.tables() * batch_size_, lookups_, keys_.data(), positions_.data());
+        layout_.tables() * batch_size_, lookups_, keys_.data(), positions_.data(), bag_of_.data());
     EMBPLAN_CUDA_CHECK(cudaGetLastError());
 
     std::size_t temp_bytes = temp_.capacity();
@@ -229,9 +255,21 @@ class device_tbe {
     temp_bytes = temp_.capacity();
     EMBPLAN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp_.data(), temp_bytes, chunks_.data(),
                                                      chunk_starts_.data(), items, stream));
+    // positions_ is free again (the sort wrote sorted_positions_): the heads
+    EMBPLAN_CUDA_CHECK(cudaMemsetAsync(positions_.data(), 0, n * sizeof(std::int32_t), stream));
+    detail::mark_segment_heads_kernel<std::int32_t><<<flat_blocks, block, 0, stream>>>(
+        chunk_starts_.data(), num_segments_.data(), positions_.data());
+    EMBPLAN_CUDA_CHECK(cudaGetLastError());
+    temp_bytes = temp_.capacity();
+    EMBPLAN_CUDA_CHECK(cub::DeviceScan::InclusiveScan(temp_.data(), temp_bytes, positions_.data(),
+                                                      chunk_segment_.data(), detail::max_op{},
+                                                      items, stream));
+    detail::table_work_kernel<<<grid_blocks(layout_.tables() + 1), block, 0, stream>>>(
+        keys_.data(), chunks_.data(), chunk_starts_.data(), num_segments_.data(),
+        row_offsets_.data(), layout_.tables(), table_work_.data());
+    EMBPLAN_CUDA_CHECK(cudaGetLastError());
 
-    const int lanes = index::lanes_per_bag(max_dim_);
-    const detail::backward_args<Weight> args{
+    detail::backward_args<Weight> args{
         .weights = weights_.data(),
         .weights_offsets = weights_offsets_.data(),
         .dims = dims_.data(),
@@ -247,24 +285,34 @@ class device_tbe {
         .chunk_starts = chunk_starts_.data(),
         .num_segments = num_segments_.data(),
         .sorted_positions = sorted_positions_.data(),
+        .bag_of = bag_of_.data(),
+        .chunk_segment = chunk_segment_.data(),
+        .table_work = table_work_.data(),
         .scratch = scratch_.data(),
         .arrivals = arrivals_.data(),
-        .tables = layout_.tables(),
+        .table = 0,
         .batch_size = batch_size_,
         .total_dim = layout_.total_dim(),
         .max_dim = max_dim_,
         .chunk = options_.segment_chunk,
-        .lanes = lanes,
+        .lanes = 8,
         .mode = mode,
         .learning_rate = learning_rate,
     };
-    // At most `lookups` work items (every chunk holds a lookup); the kernel
-    // reads the true count on the device and strides over it.
+    // One launch per table at its own width. A table has at most as many work
+    // items as lookups (every chunk holds one); the kernel reads its true range
+    // on the device (table_work) and strides over it.
     scratch_clean_ = false;
-    detail::embedding_bag_backward_sgd_kernel<Weight>
-        <<<grid_blocks(lookups_ * lanes), block, 0, stream>>>(args);
-    EMBPLAN_CUDA_CHECK(cudaGetLastError());
-    scratch_clean_ = true;  // the kernel leaves scratch and counters zero
+    for (std::int64_t t = 0; t < layout_.tables(); ++t) {
+      const std::int64_t table_lookups = table_lookups_[static_cast<std::size_t>(t)];
+      if (table_lookups == 0) continue;
+      args.table = t;
+      args.lanes = index::lanes_per_bag(layout_.dims[static_cast<std::size_t>(t)]);
+      detail::embedding_bag_backward_sgd_kernel<Weight>
+          <<<grid_blocks(table_lookups * args.lanes), block, 0, stream>>>(args);
+      EMBPLAN_CUDA_CHECK(cudaGetLastError());
+    }
+    scratch_clean_ = true;  // the kernels leave scratch and counters zero
   }
 
   void backward_sgd(const tbe_batch_view& batch, pooling_mode mode,
@@ -299,6 +347,22 @@ class device_tbe {
  private:
   std::int64_t output_size() const noexcept { return batch_size_ * layout_.total_dim(); }
 
+  void init_device() {
+    max_dim_ = layout_.dims.empty() ? 4 : *std::ranges::max_element(layout_.dims);
+    int device = 0;
+    EMBPLAN_CUDA_CHECK(cudaGetDevice(&device));
+    EMBPLAN_CUDA_CHECK(
+        cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device));
+  }
+
+  void upload_layout(cudaStream_t stream) {
+    dims_.upload(std::span<const std::int32_t>(layout_.dims), stream);
+    weights_offsets_.upload(std::span<const std::int64_t>(layout_.weights_offsets), stream);
+    d_offsets_.upload(std::span<const std::int64_t>(layout_.d_offsets), stream);
+    row_offsets_.upload(std::span<const std::int64_t>(layout_.row_offsets), stream);
+    EMBPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
   void require_batch(const char* call) const {
     if (!batch_ready_) {
       embplan::detail::fail("device_tbe.batch", "none", std::string("upload_batch before ") + call);
@@ -321,6 +385,9 @@ class device_tbe {
     chunks_.reserve(n);
     segment_starts_.reserve(n);
     chunk_starts_.reserve(n);
+    bag_of_.reserve(n);
+    chunk_segment_.reserve(n);
+    table_work_.reserve(static_cast<std::size_t>(layout_.tables()) + 1);
     num_segments_.reserve(1);
     const auto hot = static_cast<std::size_t>(
         detail::hot_rows_bound(static_cast<std::int64_t>(n), options_.segment_chunk));
@@ -351,6 +418,9 @@ class device_tbe {
     need = std::max(need, bytes);
     EMBPLAN_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, lengths_.data(),
                                                      segment_starts_.data(), items, stream));
+    need = std::max(need, bytes);
+    EMBPLAN_CUDA_CHECK(cub::DeviceScan::InclusiveScan(
+        nullptr, bytes, positions_.data(), chunk_segment_.data(), detail::max_op{}, items, stream));
     need = std::max(need, bytes);
     temp_.reserve(std::max<std::size_t>(need, 1));  // a null pointer would mean "query" to CUB
   }
@@ -391,6 +461,10 @@ class device_tbe {
   detail::device_buffer<std::int32_t> segment_starts_;
   detail::device_buffer<std::int32_t> chunk_starts_;
   detail::device_buffer<std::int32_t> num_segments_;
+  detail::device_buffer<std::int32_t> bag_of_;         // per position
+  detail::device_buffer<std::int32_t> chunk_segment_;  // per work item
+  detail::device_buffer<std::int64_t> table_work_;     // T+1
+  std::vector<std::int64_t> table_lookups_;            // per table, of the uploaded batch
   detail::device_buffer<float> scratch_;
   detail::device_buffer<std::int32_t> arrivals_;
   detail::device_buffer<std::byte> temp_;

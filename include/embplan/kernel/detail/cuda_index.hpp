@@ -1,9 +1,9 @@
 #pragma once
 // Index arithmetic of the CUDA kernels beyond tbe.hpp's, host/device so the
-// CPU tests (test/kernel/cuda_index_test.cpp) run what the device runs. After
-// the radix sort a gradient row only knows its lookup position, so the bag (and
-// hence the sample and the pooling scale) is found again by searching the
-// offsets; a work item finds its segment the same way.
+// CPU tests (test/kernel/cuda_index_test.cpp) run what the device runs. The
+// backward finds each lookup's bag by searching the offsets once, before the
+// radix sort (linearize), and each table's range of work items by searching
+// the sorted unique rows.
 #include <cstdint>
 
 #include "embplan/kernel/tbe.hpp"
@@ -56,6 +56,38 @@ EMBPLAN_HOST_DEVICE constexpr std::int64_t hot_rank(std::int64_t chunk_start,
 EMBPLAN_HOST_DEVICE constexpr std::int64_t hot_rows_bound(std::int64_t lookups,
                                                           std::int64_t chunk) noexcept {
   return lookups / chunk > 1 ? lookups / chunk : 1;
+}
+
+// The first s in [0, n) with sorted[s] >= value, or n: where a table's rows
+// start among the sorted unique rows (the backward's per-table work ranges).
+template <class T>
+EMBPLAN_HOST_DEVICE constexpr std::int64_t lower_bound_of(const T* sorted, std::int64_t n,
+                                                          T value) noexcept {
+  std::int64_t lo = 0;
+  std::int64_t hi = n;  // invariant: sorted[< lo] < value <= sorted[>= hi]
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (sorted[mid] < value) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// The work items of one table: the chunks of the segments whose linear rows lie
+// in [row_begin, row_end). unique_rows is sorted (radix sort + run-length
+// encoding); chunk_starts is the exclusive scan of the chunks per segment, and
+// total_work the sum of all. Returns the first work item of the table; the
+// table's range is [work_begin(t), work_begin(t + 1)).
+EMBPLAN_HOST_DEVICE constexpr std::int64_t table_work_begin(const std::int64_t* unique_rows,
+                                                            const std::int32_t* chunk_starts,
+                                                            std::int64_t segments,
+                                                            std::int64_t total_work,
+                                                            std::int64_t row_begin) noexcept {
+  const std::int64_t s = lower_bound_of(unique_rows, segments, row_begin);
+  return s < segments ? std::int64_t{chunk_starts[s]} : total_work;
 }
 
 }  // namespace embplan::kernel::detail

@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA kernels behind kernel/embedding_bag.cuh (DESIGN.md, "The measuring
 // side"). All index arithmetic is kernel::index (tbe.hpp) and
-// detail::segment_of / bag_of_position (cuda_index.hpp), which the CPU tests
+// detail::segment_of / table_work_begin (cuda_index.hpp), which the CPU tests
 // exercise. Kernels are templates so this header can sit in several TUs.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -153,17 +153,19 @@ __global__ void embedding_bag_forward_kernel(const forward_args<Weight> a) {
 
 // ---------------------------------------------------------------- backward
 // Key and value of the radix sort: the linearised row of every lookup and the
-// lookup's position.
+// lookup's position; and the bag of every position, found here once (a search
+// of the offsets) so the SGD kernel gathers it instead of searching again.
 template <class Key>
 __global__ void linearize_kernel(const std::int64_t* indices, const std::int64_t* offsets,
                                  const std::int64_t* row_offsets, std::int64_t batch_size,
                                  std::int64_t bags, std::int64_t lookups, Key* keys,
-                                 std::int32_t* positions) {
+                                 std::int32_t* positions, std::int32_t* bag_of) {
   for (std::int64_t p = global_thread(); p < lookups; p += grid_threads()) {
     const std::int64_t bag = segment_of(offsets, bags, p);
     const std::int64_t t = index::bag_table(bag, batch_size);
     keys[p] = static_cast<Key>(index::linear_row(row_offsets[t], indices[p]));
     positions[p] = static_cast<std::int32_t>(p);
+    bag_of[p] = static_cast<std::int32_t>(bag);
   }
 }
 
@@ -184,6 +186,43 @@ __global__ void plan_segments_kernel(Count* lengths, Count* chunks, const Count*
   }
 }
 
+// Each work item's segment, so the SGD kernel reads it instead of searching
+// chunk_starts: the first chunk of segment s is marked with s here (heads is
+// zero elsewhere), and an inclusive max-scan (cub::DeviceScan with max_op)
+// carries each mark over the segment's other chunks. Parallel in the work
+// items: a hot row of 100,000 chunks costs what 100,000 cold rows cost (a
+// thread per segment writing its chunks took 7 ms on one such row, H100).
+template <class Count>
+__global__ void mark_segment_heads_kernel(const Count* chunk_starts, const Count* num_segments,
+                                          Count* heads) {
+  const std::int64_t segments = *num_segments;
+  for (std::int64_t s = global_thread(); s < segments; s += grid_threads())
+    heads[chunk_starts[s]] = static_cast<Count>(s);
+}
+
+struct max_op {
+  template <class T>
+  __host__ __device__ T operator()(const T& a, const T& b) const {
+    return a < b ? b : a;
+  }
+};
+
+// table_work[t] = the first work item of table t, t in [0, tables]
+// (detail::table_work_begin; table_work[tables] = all work items).
+__global__ void table_work_kernel(const std::int64_t* unique_rows, const std::int32_t* chunks,
+                                  const std::int32_t* chunk_starts,
+                                  const std::int32_t* num_segments, const std::int64_t* row_offsets,
+                                  std::int64_t tables, std::int64_t* table_work) {
+  const std::int64_t segments = *num_segments;
+  const std::int64_t total =
+      segments > 0 ? std::int64_t{chunk_starts[segments - 1]} + chunks[segments - 1] : 0;
+  for (std::int64_t t = global_thread(); t <= tables; t += grid_threads()) {
+    table_work[t] =
+        t == tables ? total
+                    : table_work_begin(unique_rows, chunk_starts, segments, total, row_offsets[t]);
+  }
+}
+
 template <class Weight>
 struct backward_args {
   Weight* weights;
@@ -201,51 +240,55 @@ struct backward_args {
   const std::int32_t* chunk_starts;
   const std::int32_t* num_segments;
   const std::int32_t* sorted_positions;  // lookup positions, grouped by row
+  const std::int32_t* bag_of;            // per position: its bag (linearize_kernel)
+  const std::int32_t* chunk_segment;     // per work item: its segment (mark_segment_heads_kernel)
+  const std::int64_t* table_work;        // T+1: each table's first work item (table_work_kernel)
   float* scratch;                        // hot rows' partial sums; all zero between calls
   std::int32_t* arrivals;                // chunks of a hot row done so far; all zero between calls
-  std::int64_t tables;
+  std::int64_t table;                    // this launch's table
   std::int64_t batch_size;
   std::int64_t total_dim;
   std::int64_t max_dim;
   std::int64_t chunk;  // lookups per work item
-  int lanes;           // index::lanes_per_bag(max_dim)
+  int lanes;           // index::lanes_per_bag(dims[table])
   pooling_mode mode;
   float learning_rate;
 };
 
-// One group of `lanes` lanes per work item: up to `chunk` lookups of one row.
-// A row with one chunk is updated directly (w -= lr * sum); a hot row's chunks
-// add their sums into a scratch row with atomics, and the chunk that arrives
-// last applies the total, once, and zeroes the scratch again (the
-// threadfence-reduction pattern). Lanes find each lookup's bag by binary search
-// (bag_of_position) and broadcast its gradient row and scale by shuffle.
+// One launch per table, with the table's own group width: a work item is up to
+// `chunk` lookups of one row of that table, one group of `lanes` lanes each
+// (a fused shard's dim-4 table is not run at a dim-128 table's width). A row
+// with one chunk is updated directly (w -= lr * sum); a hot row's chunks add
+// their sums into a scratch row with atomics, and the chunk that arrives last
+// applies the total, once, and zeroes the scratch again (the
+// threadfence-reduction pattern). A work item reads its segment
+// (chunk_segment) and each lookup's bag (bag_of), both precomputed, and lanes
+// broadcast each gradient row and scale by shuffle.
 template <class Weight>
 __global__ void embedding_bag_backward_sgd_kernel(const backward_args<Weight> a) {
   const int lanes = a.lanes;
   const std::int64_t thread = global_thread();
-  const std::int64_t first_group = thread / lanes;
   const std::int64_t groups = grid_threads() / lanes;
   const int lane = static_cast<int>(thread % lanes);
   const unsigned mask = group_mask(lanes);
 
-  const std::int32_t segments = *a.num_segments;
-  const std::int64_t work =
-      segments > 0 ? std::int64_t{a.chunk_starts[segments - 1]} + a.segment_chunks[segments - 1]
-                   : 0;
-  for (std::int64_t w = first_group; w < work; w += groups) {
-    const std::int64_t s = segment_of(a.chunk_starts, segments, static_cast<std::int32_t>(w));
+  const std::int64_t t = a.table;
+  const std::int32_t dim = a.dims[t];
+  const int vectors = dim / 4;
+  const std::int64_t weights_offset = a.weights_offsets[t];
+  const std::int64_t first_row = a.row_offsets[t];
+  const std::int64_t d_offset = a.d_offsets[t];
+  const std::int64_t work_end = a.table_work[t + 1];
+  for (std::int64_t w = a.table_work[t] + thread / lanes; w < work_end; w += groups) {
+    const std::int64_t s = a.chunk_segment[w];
     const std::int32_t chunks = a.segment_chunks[s];
     const std::int64_t first =
         std::int64_t{a.segment_starts[s]} + (w - a.chunk_starts[s]) * a.chunk;
     const std::int64_t segment_end = std::int64_t{a.segment_starts[s]} + a.segment_lengths[s];
     const std::int64_t last = first + a.chunk < segment_end ? first + a.chunk : segment_end;
 
-    const std::int64_t key = a.unique_rows[s];
-    const std::int64_t t = index::table_of_linear_row(a.row_offsets, a.tables, key);
-    const std::int32_t dim = a.dims[t];
-    const int vectors = dim / 4;
     Weight* row =
-        a.weights + index::weight_offset(a.weights_offsets[t], key - a.row_offsets[t], dim);
+        a.weights + index::weight_offset(weights_offset, a.unique_rows[s] - first_row, dim);
     const std::int64_t rank = hot_rank(a.chunk_starts[s], s);
     float* partial = a.scratch + rank * a.max_dim;
 
@@ -259,11 +302,11 @@ __global__ void embedding_bag_backward_sgd_kernel(const backward_args<Weight> a)
         float scale = 0.0f;
         if (i < last) {
           const std::int64_t p = a.sorted_positions[i];
-          const std::int64_t bag = bag_of_position(a.offsets, t, a.batch_size, p);
+          const std::int64_t bag = a.bag_of[p];
           scale = index::bag_scale(a.mode, a.offsets[bag + 1] - a.offsets[bag]);
           if (a.per_sample_weights != nullptr) scale *= a.per_sample_weights[p];
-          grad_start = index::output_offset(index::bag_sample(bag, a.batch_size), a.total_dim,
-                                            a.d_offsets[t]);
+          grad_start =
+              index::output_offset(index::bag_sample(bag, a.batch_size), a.total_dim, d_offset);
         }
         const int n = last - i0 < lanes ? static_cast<int>(last - i0) : lanes;
 #pragma unroll 4

@@ -1,0 +1,107 @@
+// embplan_gpu: the measuring subcommands of `embplan` on the GPU meter
+// (bench/cuda_meter.cuh: the CUDA embedding bag under AutoShard's protocol,
+// timed with CUDA events), where the papers measured:
+//
+//   embplan_gpu observe                          # the three cost observations
+//   embplan_gpu collect --samples 1000 --out gpu_compute.jsonl
+//
+// `collect` writes compute records as `embplan collect compute` does (meter
+// "cuda"), so `embplan train compute --data gpu_compute.jsonl` trains on them.
+// Without a CUDA device either prints why and exits 77 (ctest: skipped).
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "../embplan/collect.hpp"
+#include "../embplan/observe.hpp"
+#include "embplan/core/error.hpp"
+#include "gpu_meter.hpp"
+
+namespace {
+
+void add_protocol(CLI::App* app, int& warmup, int& runs, int& drop) {
+  app->add_option("--warmup", warmup, "protocol: warm-up runs")->capture_default_str();
+  app->add_option("--runs", runs, "protocol: measured runs")->capture_default_str();
+  app->add_option("--drop", drop, "protocol: highest and lowest runs dropped")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"embplan's measuring subcommands on the GPU meter"};
+  app.require_subcommand(1);
+
+  embplan_cli::observe_args ob;
+  ob.batch_size = 65536;
+  ob.sets = 20;
+  ob.halves = 10;
+  std::uint64_t max_weight_gib = 8;
+  auto* observe = app.add_subcommand("observe", "The papers' three cost observations");
+  observe->add_option("--batch-size", ob.batch_size, "bags per table")->capture_default_str();
+  observe->add_option("--sets", ob.sets, "(1): random multi-table sets")->capture_default_str();
+  observe->add_option("--tables-per-set", ob.tables_per_set, "(1): tables per set")
+      ->capture_default_str();
+  observe->add_option("--halves", ob.halves, "(2): tables split per dimension")
+      ->capture_default_str();
+  observe->add_option("--repeats", ob.repeats, "(0): measurements of one shard")
+      ->capture_default_str();
+  observe->add_option("--seed", ob.seed, "tables, sets and traces")->capture_default_str();
+  observe->add_option("--max-weight-gib", max_weight_gib, "largest shard materialised, GiB")
+      ->capture_default_str();
+  add_protocol(observe, ob.warmup, ob.runs, ob.drop);
+
+  embplan_cli::collect_args co;
+  co.kind = "compute";
+  co.batch_size = 65536;
+  co.max_weight_mib = 8192;
+  auto* collect = app.add_subcommand(
+      "collect", "Compute cost data (NeuroShard Alg. 3-4) as JSON lines; resumable");
+  collect->add_option("--out", co.out, "JSON-lines file (appended; ids on file are skipped)")
+      ->required();
+  collect->add_option("--samples", co.samples, "sample ids 0..N-1 to have on file")
+      ->capture_default_str();
+  collect->add_option("--seed", co.seed, "random seed")->capture_default_str();
+  collect->add_option("--half", co.half, "whole | train | test half of the pool (DreamShard split)")
+      ->capture_default_str();
+  collect->add_option("--split-seed", co.split_seed, "seed of the pool's split into halves")
+      ->capture_default_str();
+  collect->add_option("--batch-size", co.batch_size, "bags per table")->capture_default_str();
+  collect->add_option("--max-weight-mib", co.max_weight_mib, "weights materialised per sample")
+      ->capture_default_str();
+  collect->add_flag("--quiet", co.quiet, "no progress bar");
+  add_protocol(collect, co.warmup, co.runs, co.drop);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::string why;
+    const std::string device = embplan_gpu::device_description(why);
+    if (*observe) {
+      embplan_cli::validate(ob);
+      if (max_weight_gib < 1) {
+        embplan::detail::fail("observe.max_weight_gib", max_weight_gib, "at least 1");
+      }
+    }
+    if (device.empty()) {
+      std::cout << "SKIPPED: no CUDA device (" << why << ")\n";
+      return 77;
+    }
+    if (*observe) {
+      // The parts too: a GPU measures them in seconds, and (1) reports them.
+      embplan_gpu::gpu_meter meter(
+          embplan_cli::observe_meter_options(ob, max_weight_gib << 30, /*separate=*/true));
+      return embplan_cli::run_observations(ob, meter, "GPU meter (" + device + ")");
+    }
+    const embplan_cli::world w;  // one process: no MPI in this program
+    if (!co.quiet) std::cerr << "embplan_gpu collect: " << device << '\n';
+    return embplan_cli::run_collect(
+        co, w, [](const embplan::bench::meter_options& o) { return embplan_gpu::gpu_meter(o); },
+        "cuda");
+  } catch (const std::exception& e) {
+    std::cerr << "embplan_gpu: " << e.what() << '\n';
+    return 1;
+  }
+}
