@@ -20,6 +20,7 @@
 #include "compare.hpp"
 #include "embplan/bench/cpu_meter.hpp"
 #include "embplan/embplan.hpp"
+#include "measure_options.hpp"
 #include "models.hpp"
 #include "observe.hpp"
 #include "row_shards.hpp"
@@ -463,10 +464,7 @@ int main(int argc, char** argv) {
       ->add_option("--max-weight-mib", co.max_weight_mib,
                    "compute: weights materialised per sample (rows scaled down to fit)")
       ->capture_default_str();
-  collect->add_option("--warmup", co.warmup, "protocol: warm-up runs")->capture_default_str();
-  collect->add_option("--runs", co.runs, "protocol: measured runs")->capture_default_str();
-  collect->add_option("--drop", co.drop, "protocol: highest and lowest runs dropped")
-      ->capture_default_str();
+  embplan_cli::add_protocol_options(collect, co.warmup, co.runs, co.drop);
   collect->add_flag("--quiet", co.quiet, "no progress bar");
 
   embplan_cli::skew_args sk;
@@ -506,22 +504,10 @@ int main(int argc, char** argv) {
   embplan_cli::observe_args ob;
   auto* observe =
       app.add_subcommand("observe", "Measure the papers' three cost observations on the CPU meter");
-  observe->add_option("--batch-size", ob.batch_size, "bags per table")->capture_default_str();
-  observe->add_option("--sets", ob.sets, "(1): random multi-table sets")->capture_default_str();
-  observe->add_option("--tables-per-set", ob.tables_per_set, "(1): tables per set")
-      ->capture_default_str();
-  observe->add_option("--halves", ob.halves, "(2): tables split per dimension")
-      ->capture_default_str();
-  observe->add_option("--repeats", ob.repeats, "(0): measurements of one shard")
-      ->capture_default_str();
+  embplan_cli::add_observe_options(observe, ob);
   observe->add_flag("--repeatability", ob.repeatability,
                     "only (0): CV of --repeats measurements of one 10-table shard under four "
                     "meter configurations (wall / thread CPU clock, protocol / median of 3)");
-  observe->add_option("--seed", ob.seed, "random seed")->capture_default_str();
-  observe->add_option("--warmup", ob.warmup, "protocol: warm-up runs")->capture_default_str();
-  observe->add_option("--runs", ob.runs, "protocol: measured runs")->capture_default_str();
-  observe->add_option("--drop", ob.drop, "protocol: highest and lowest runs dropped")
-      ->capture_default_str();
 
   embplan_cli::train_args tr;
   auto* train = app.add_subcommand(

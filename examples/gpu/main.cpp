@@ -16,20 +16,10 @@
 #include <string>
 
 #include "../embplan/collect.hpp"
+#include "../embplan/measure_options.hpp"
 #include "../embplan/observe.hpp"
 #include "embplan/core/error.hpp"
 #include "gpu_meter.hpp"
-
-namespace {
-
-void add_protocol(CLI::App* app, int& warmup, int& runs, int& drop) {
-  app->add_option("--warmup", warmup, "protocol: warm-up runs")->capture_default_str();
-  app->add_option("--runs", runs, "protocol: measured runs")->capture_default_str();
-  app->add_option("--drop", drop, "protocol: highest and lowest runs dropped")
-      ->capture_default_str();
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"embplan's measuring subcommands on the GPU meter"};
@@ -41,18 +31,9 @@ int main(int argc, char** argv) {
   ob.halves = 10;
   std::uint64_t max_weight_gib = 8;
   auto* observe = app.add_subcommand("observe", "The papers' three cost observations");
-  observe->add_option("--batch-size", ob.batch_size, "bags per table")->capture_default_str();
-  observe->add_option("--sets", ob.sets, "(1): random multi-table sets")->capture_default_str();
-  observe->add_option("--tables-per-set", ob.tables_per_set, "(1): tables per set")
-      ->capture_default_str();
-  observe->add_option("--halves", ob.halves, "(2): tables split per dimension")
-      ->capture_default_str();
-  observe->add_option("--repeats", ob.repeats, "(0): measurements of one shard")
-      ->capture_default_str();
-  observe->add_option("--seed", ob.seed, "tables, sets and traces")->capture_default_str();
+  embplan_cli::add_observe_options(observe, ob);
   observe->add_option("--max-weight-gib", max_weight_gib, "largest shard materialised, GiB")
       ->capture_default_str();
-  add_protocol(observe, ob.warmup, ob.runs, ob.drop);
 
   embplan_cli::collect_args co;
   co.kind = "compute";
@@ -73,7 +54,7 @@ int main(int argc, char** argv) {
   collect->add_option("--max-weight-mib", co.max_weight_mib, "weights materialised per sample")
       ->capture_default_str();
   collect->add_flag("--quiet", co.quiet, "no progress bar");
-  add_protocol(collect, co.warmup, co.runs, co.drop);
+  embplan_cli::add_protocol_options(collect, co.warmup, co.runs, co.drop);
 
   CLI11_PARSE(app, argc, argv);
   try {
