@@ -299,6 +299,18 @@ TEST_SUITE("host") {
     CHECK(msg.find("[0, 20)") != std::string::npos);
   }
 
+  TEST_CASE("a batch whose bag ids overflow int32 is rejected naming batch_size and the limit") {
+    const std::vector<std::int64_t> rows{10, 20, 30, 40};
+    const std::vector<std::int32_t> dims{8, 4, 4, 4};
+    const auto layout = k::make_tbe_layout(rows, dims);
+    const std::vector<std::int64_t> offsets{0};
+    const k::tbe_batch_view batch{.batch_size = std::int64_t{1} << 30, .offsets = offsets};
+    const std::string msg = message_of([&] { k::validate_for_cuda(layout, batch); });
+    CHECK(msg.find("tbe.batch_size") != std::string::npos);
+    CHECK(msg.find("1073741824") != std::string::npos);
+    CHECK(msg.find("536870911") != std::string::npos);  // (2^31 - 1) / 4
+  }
+
   TEST_CASE("options and weights are checked before any CUDA call") {
     const std::vector<std::int64_t> rows{10};
     const std::vector<std::int32_t> dims{8};

@@ -66,17 +66,18 @@ inline void validate_for_cuda(const tbe_layout& layout) {
 // validate() plus the CUDA backward's limit: lookup positions are sorted as int32.
 inline void validate_for_cuda(const tbe_layout& layout, const tbe_batch_view& batch) {
   validate_for_cuda(layout);
-  validate(layout, batch);
-  if (batch.indices.size() > static_cast<std::size_t>(INT32_MAX)) {
-    embplan::detail::fail(
-        "tbe.indices.size", batch.indices.size(),
-        "at most 2^31 - 1 lookups per batch (the CUDA backward sorts int32 positions)");
-  }
+  // before validate(): it would ask for T x B + 1 offsets first
   if (layout.tables() > 0 && batch.batch_size > INT32_MAX / layout.tables()) {
     embplan::detail::fail(
         "tbe.batch_size", batch.batch_size,
         "at most (2^31 - 1) / tables = " + std::to_string(INT32_MAX / layout.tables()) +
             " (the CUDA backward keeps int32 bag ids)");
+  }
+  validate(layout, batch);
+  if (batch.indices.size() > static_cast<std::size_t>(INT32_MAX)) {
+    embplan::detail::fail(
+        "tbe.indices.size", batch.indices.size(),
+        "at most 2^31 - 1 lookups per batch (the CUDA backward sorts int32 positions)");
   }
 }
 
