@@ -137,7 +137,7 @@ inline embplan::bench::meter_options observe_meter_options(const observe_args& a
 
 // Observations (0)-(3) on any meter with measure(tables, seed) -> shard_measurement
 // and options(): bench::shard_meter (CPU) here, bench::cuda_shard_meter through
-// examples/observe_gpu.
+// examples/gpu (embplan_gpu).
 template <class Meter>
 int run_observations(const observe_args& a, Meter& meter, const std::string& meter_name) {
   namespace eb = embplan::bench;
