@@ -19,10 +19,8 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -30,7 +28,6 @@
 
 #include "embplan/bench/cuda_timer.cuh"
 #include "embplan/core/random.hpp"
-#include "embplan/kernel/detail/device_buffer.cuh"
 #include "embplan/kernel/embedding_bag.cuh"
 #include "embplan/kernel/tbe.hpp"
 
@@ -50,25 +47,22 @@ bool have_device() {
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-// One problem on the device: weights, one batch, its gradient, and the
-// buffer the L2 flush writes.
+// One problem on the device: weights, one batch, its gradient, and the L2
+// flush.
 template <class Weight>
 struct device_problem {
   std::int32_t dim;
   std::int64_t batch_size;
   pattern kind;
   std::unique_ptr<k::device_tbe<Weight>> tbe;
-  k::detail::device_buffer<std::byte> flush;
-  std::size_t flush_bytes = 0;
+  embplan::bench::cuda_l2_flusher flush;
 
   device_problem(std::int32_t d, std::int64_t b, pattern p) : dim(d), batch_size(b), kind(p) {
     const std::vector<std::int64_t> rows(tables, rows_per_table);
     const std::vector<std::int32_t> dims(tables, d);
     const auto layout = k::make_tbe_layout(rows, dims);
-    // Zeros: the values do not change the timing (no denormals), and a 4 GiB
-    // fill on the host would cost more than the whole benchmark.
-    const std::vector<Weight> weights(static_cast<std::size_t>(layout.total_weights()));
-    tbe = std::make_unique<k::device_tbe<Weight>>(layout, std::span<const Weight>(weights));
+    // Zeros: the values do not change the timing (no denormals).
+    tbe = std::make_unique<k::device_tbe<Weight>>(layout, k::zero_weights);
 
     embplan::rng gen(2024);
     std::vector<std::int64_t> offsets;
@@ -87,16 +81,9 @@ struct device_problem {
       g = static_cast<float>(gen.uniform(-1e-3, 1e-3));
     tbe->upload_grad_output(grad);
 
-    int device = 0;
-    int l2 = 0;
-    EMBPLAN_CUDA_CHECK(cudaGetDevice(&device));
-    EMBPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-    flush_bytes = std::size_t{4} * static_cast<std::size_t>(std::max(l2, 1 << 20));
-    flush.reserve(flush_bytes);
     EMBPLAN_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
-  void flush_l2() { EMBPLAN_CUDA_CHECK(cudaMemsetAsync(flush.data(), 0, flush_bytes, nullptr)); }
   std::int64_t lookups() const { return tables * batch_size * bag_length; }
 };
 
@@ -127,7 +114,7 @@ void timed_loop(benchmark::State& state, device_problem<Weight>& d, Run&& run) {
   run();  // warm-up: first-touch of every buffer, module load
   EMBPLAN_CUDA_CHECK(cudaDeviceSynchronize());
   for (auto _ : state) {
-    d.flush_l2();
+    d.flush();
     timer.start();
     run();
     state.SetIterationTime(timer.stop_ms() * 1e-3);

@@ -304,7 +304,8 @@ TEST_SUITE("host") {
     const std::vector<std::int32_t> dims{8, 4, 4, 4};
     const auto layout = k::make_tbe_layout(rows, dims);
     const std::vector<std::int64_t> offsets{0};
-    const k::tbe_batch_view batch{.batch_size = std::int64_t{1} << 30, .offsets = offsets};
+    const k::tbe_batch_view batch{
+        .batch_size = std::int64_t{1} << 30, .indices = {}, .offsets = offsets};
     const std::string msg = message_of([&] { k::validate_for_cuda(layout, batch); });
     CHECK(msg.find("tbe.batch_size") != std::string::npos);
     CHECK(msg.find("1073741824") != std::string::npos);

@@ -19,22 +19,14 @@
 // Weights are zeros on the device (the values do not change the time).
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cstddef>
 #include <cstdint>
 #include <span>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "embplan/bench/cpu_meter.hpp"
 #include "embplan/bench/cuda_timer.cuh"
-#include "embplan/bench/protocol.hpp"
-#include "embplan/core/error.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/data/trace.hpp"
-#include "embplan/kernel/detail/cuda_check.cuh"
-#include "embplan/kernel/detail/device_buffer.cuh"
 #include "embplan/kernel/embedding_bag.cuh"
 #include "embplan/kernel/tbe.hpp"
 
@@ -74,14 +66,6 @@ class cuda_shard_meter {
   template <class Weight>
   shard_measurement run(const kernel::tbe_layout& layout, const data::tbe_trace& trace) {
     const meter_options& o = options_;
-    if (flush_bytes_ == 0) {
-      int device = 0;
-      int l2 = 0;
-      EMBPLAN_CUDA_CHECK(cudaGetDevice(&device));
-      EMBPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-      flush_.reserve(std::size_t{4} * static_cast<std::size_t>(std::max(l2, 1 << 20)));
-      flush_bytes_ = flush_.capacity();
-    }
     kernel::device_tbe<Weight> tbe(layout, kernel::zero_weights);
     tbe.upload_batch(
         {.batch_size = trace.batch_size, .indices = trace.indices, .offsets = trace.offsets});
@@ -92,9 +76,7 @@ class cuda_shard_meter {
     const auto forward = [&] { tbe.forward(o.pooling); };
     const auto backward = [&] { tbe.backward_sgd(o.pooling, o.learning_rate); };
     const auto before = [&] {
-      if (o.protocol.flush) {
-        EMBPLAN_CUDA_CHECK(cudaMemsetAsync(flush_.data(), ++round_, flush_bytes_, nullptr));
-      }
+      if (o.protocol.flush) flush_();
     };
     const auto protocol = [&](auto&& operation) {
       cuda_event_timer timer(nullptr);
@@ -104,9 +86,7 @@ class cuda_shard_meter {
   }
 
   meter_options options_;
-  kernel::detail::device_buffer<std::byte> flush_;
-  std::size_t flush_bytes_ = 0;
-  unsigned char round_ = 0;
+  cuda_l2_flusher flush_;
 };
 
 }  // namespace embplan::bench

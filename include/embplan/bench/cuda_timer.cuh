@@ -5,10 +5,13 @@
 // streams' work stay out of the figure (AutoShard's protocol times the kernel).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <utility>
 
 #include "embplan/bench/protocol.hpp"
 #include "embplan/kernel/detail/cuda_check.cuh"
+#include "embplan/kernel/detail/device_buffer.cuh"
 
 namespace embplan::bench {
 
@@ -65,5 +68,27 @@ class cuda_event_timer {
 };
 
 static_assert(timer<cuda_event_timer>);
+
+// The GPU's cache flush (AutoShard Alg. 2, line 2; protocol.hpp's
+// cache_flusher on the CPU): a memset of four times the current device's L2,
+// enqueued on `stream` before a timed run and outside its events. The buffer
+// is allocated at the first flush, so constructing one makes no CUDA call.
+class cuda_l2_flusher {
+ public:
+  void operator()(cudaStream_t stream = nullptr) {
+    if (buffer_.capacity() == 0) {
+      int device = 0;
+      int l2 = 0;
+      EMBPLAN_CUDA_CHECK(cudaGetDevice(&device));
+      EMBPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+      buffer_.reserve(std::size_t{4} * static_cast<std::size_t>(std::max(l2, 1 << 20)));
+    }
+    EMBPLAN_CUDA_CHECK(cudaMemsetAsync(buffer_.data(), ++round_, buffer_.capacity(), stream));
+  }
+
+ private:
+  kernel::detail::device_buffer<std::byte> buffer_;
+  unsigned char round_ = 0;
+};
 
 }  // namespace embplan::bench
