@@ -3,7 +3,9 @@
 //   sum, head 32-64-1) pricing one device of 10 tables: from raw features, and
 //   from per-table latents computed once (what a planner that caches them pays);
 // - the same device through packed_compute_cost_net (issue 3: <= 2 us), on
-//   the kernel chosen at run time and on each kernel by name;
+//   the kernel chosen at run time and on each kernel by name; and its
+//   finish() alone, the head after the first layer's sum (a planner's cost
+//   per placement, search/detail/piecewise.hpp);
 // - the same for 1,000 devices of 10 tables in one batched call;
 // - one step of AutoShard's two-layer LSTM policy (hidden 64, input 64; and
 //   hidden 128), batch 1;
@@ -60,6 +62,24 @@ void bm_packed_compute_cost_device(benchmark::State& state, embplan::nn::simd_ke
   const matrix features = random_matrix(state.range(0), 20, 3);
   for (auto _ : state) {
     float cost = net(features);
+    benchmark::DoNotOptimize(cost);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string(to_string(net.kernel())));
+}
+
+// finish() alone (the head after its first layer's sum: ReLU and a 64-float
+// dot for 32-64-1): what the planners pay per placement once the pieces'
+// terms are known (search/detail/piecewise.hpp).
+void bm_packed_finish(benchmark::State& state, embplan::nn::simd_kernel kernel) {
+  if (!embplan::nn::simd_kernel_supported(kernel)) {
+    state.SkipWithError("kernel not supported on this CPU");
+    return;
+  }
+  const embplan::nn::packed_compute_cost_net net(trained_shape_net(), kernel);
+  const matrix z = random_matrix(1, static_cast<Eigen::Index>(net.term_size()), 11);
+  for (auto _ : state) {
+    float cost = net.finish(z.data());
     benchmark::DoNotOptimize(cost);
   }
   state.SetItemsProcessed(state.iterations());
@@ -144,6 +164,10 @@ BENCHMARK_CAPTURE(bm_packed_compute_cost_device, avx2, embplan::nn::simd_kernel:
 BENCHMARK_CAPTURE(bm_packed_compute_cost_device, avx512, embplan::nn::simd_kernel::avx512)
     ->Arg(10)
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(bm_packed_finish, automatic, embplan::nn::simd_kernel::automatic)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_finish, scalar, embplan::nn::simd_kernel::scalar)
+    ->Unit(benchmark::kNanosecond);
 BENCHMARK(bm_compute_cost_device_from_latents)->Arg(10)->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_compute_cost_batched)->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_lstm_step)->Arg(64)->Arg(128)->Unit(benchmark::kMicrosecond);

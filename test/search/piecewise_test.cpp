@@ -57,34 +57,45 @@ using embplan_test::search_task;
 
 }  // namespace
 
-TEST_CASE("packed net: head(sum of row latents) is bitwise operator(), on every kernel") {
-  embplan::nn::compute_cost_net net({.table_features = 20}, 7);
-  embplan::rng gen(3);
-  for (auto& v : net.feature_norm.mean.reshaped())
-    v = static_cast<float>(gen.uniform(-1.0, 1.0));
-  for (auto& v : net.feature_norm.stddev.reshaped())
-    v = static_cast<float>(gen.uniform(0.5, 2.0));
-  for (const auto k : {embplan::nn::simd_kernel::scalar, embplan::nn::simd_kernel::avx2,
-                       embplan::nn::simd_kernel::avx512}) {
-    if (!embplan::nn::simd_kernel_supported(k)) continue;
-    CAPTURE(embplan::nn::to_string(k));
-    const embplan::nn::packed_compute_cost_net packed(net, k);
-    const auto latent = static_cast<std::size_t>(packed.latent_size());
-    // Row counts across the register blocks (12 / 6 rows) and chunks (16 rows).
-    for (const Eigen::Index rows : {1, 5, 6, 7, 12, 13, 16, 17, 40}) {
-      CAPTURE(rows);
-      embplan::nn::matrix x(rows, 20);
-      for (auto& v : x.reshaped())
-        v = static_cast<float>(gen.uniform(-3.0, 3.0));
-      std::vector<float> sum(latent, 0.0f);
-      std::vector<float> one(latent);
-      for (Eigen::Index r = 0; r < rows; ++r) {
-        const Eigen::Matrix<float, 1, Eigen::Dynamic> row = x.row(r);
-        packed.latent(row.data(), one.data());
-        for (std::size_t i = 0; i < latent; ++i)
-          sum[i] += one[i];
+// Nets of NeuroShard's shape (head 32-64-1) and of other head depths: one
+// layer (32-1: the cost is the first layer's output), and three (32-48-16-1).
+TEST_CASE("packed net: finish(start + row terms in order) is bitwise operator(), on every kernel") {
+  for (const std::vector<Eigen::Index>& head :
+       std::vector<std::vector<Eigen::Index>>{{32, 64}, {32}, {32, 48, 16}}) {
+    CAPTURE(head.size());
+    embplan::nn::compute_cost_net net({.table_features = 20, .pred_mlp_sizes = head}, 7);
+    embplan::rng gen(3);
+    for (auto& v : net.feature_norm.mean.reshaped())
+      v = static_cast<float>(gen.uniform(-1.0, 1.0));
+    for (auto& v : net.feature_norm.stddev.reshaped())
+      v = static_cast<float>(gen.uniform(0.5, 2.0));
+    for (const auto k : {embplan::nn::simd_kernel::scalar, embplan::nn::simd_kernel::avx2,
+                         embplan::nn::simd_kernel::avx512}) {
+      if (!embplan::nn::simd_kernel_supported(k)) continue;
+      CAPTURE(embplan::nn::to_string(k));
+      const embplan::nn::packed_compute_cost_net packed(net, k);
+      const std::size_t size = packed.term_size();
+      REQUIRE(size >= static_cast<std::size_t>(head.size() > 1 ? head[1] : 1));
+      // Row counts across the register blocks (12 / 6 rows) and chunks (16 rows).
+      for (const Eigen::Index rows : {1, 5, 6, 7, 12, 13, 16, 17, 40}) {
+        CAPTURE(rows);
+        embplan::nn::matrix x(rows, 20);
+        for (auto& v : x.reshaped())
+          v = static_cast<float>(gen.uniform(-3.0, 3.0));
+        std::vector<float> z(size);
+        packed.start(z.data());
+        std::vector<float> one(size);
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          const Eigen::Matrix<float, 1, Eigen::Dynamic> row = x.row(r);
+          packed.term(row.data(), one.data());
+          for (std::size_t i = 0; i < size; ++i)
+            z[i] += one[i];
+        }
+        const float folded = packed.finish(z.data());
+        CHECK(folded == packed(x));
+        // And it is the network's prediction (up to float rounding).
+        CHECK(folded == doctest::Approx(net(x)).epsilon(1e-4));
       }
-      CHECK(packed.head(sum.data()) == packed(x));
     }
   }
 }

@@ -110,24 +110,25 @@ class neural_cost {
     return scaled(s, t, group.empty() ? 0.0f : s.packed(x), group.empty());
   }
 
-  // compute() in two stages, for a planner that sums per-piece latents itself
-  // (search/detail/piecewise.hpp): compute(t, group, d) is bitwise
-  // from_latent_sum(t, sum, group.size()), sum = 0 + piece_latent(group[0])
-  // + piece_latent(group[1]) + ... in float, in group order
-  // (nn::packed_compute_cost_net::latent and head).
-  std::size_t latent_size() const {
-    return static_cast<std::size_t>(require().packed.latent_size());
-  }
-  // out: latent_size() floats.
-  void piece_latent(const task& t, const shard& piece, float* out) const {
+  // compute() as a fold, for a planner that adds a device's pieces one at a
+  // time (search/detail/piecewise.hpp; nn::packed_compute_cost_net::term):
+  // compute(t, group, d) is bitwise from_fold(t, z, group.size()),
+  // z = fold_start() + piece_term(group[0]) + piece_term(group[1]) + ... in
+  // float, element by element, in group order.
+  std::size_t term_size() const { return require().packed.term_size(); }
+  // out: term_size() floats.
+  void fold_start(float* out) const { require().packed.start(out); }
+  // z += term, element by element (term_size() floats each).
+  void fold_add(float* z, const float* term) const { require().packed.add(z, term); }
+  void piece_term(const task& t, const shard& piece, float* out) const {
     const state& s = require();
     std::vector<float> row(cost::feature_count(s.meta.features));
     cost::table_features(embplan::piece_table(t, piece), s.meta.features, row);
-    s.packed.latent(row.data(), out);
+    s.packed.term(row.data(), out);
   }
-  compute_cost from_latent_sum(const task& t, const float* latent_sum, std::size_t pieces) const {
+  compute_cost from_fold(const task& t, const float* z, std::size_t pieces) const {
     const state& s = require();
-    return scaled(s, t, pieces == 0 ? 0.0f : s.packed.head(latent_sum), pieces == 0);
+    return scaled(s, t, pieces == 0 ? 0.0f : s.packed.finish(z), pieces == 0);
   }
 
   double shard_cost(const task& t, const shard& s) const {

@@ -7,14 +7,17 @@
 // and dispatch (11-16 µs per device without -march). This snapshot copies the
 // weights once into the layout of a hand-written micro-kernel (transposed,
 // zero-padded to 32 floats, cache-line aligned; detail/packed_layers.hpp),
-// fuses the per-device sum into the last table layer, and runs AVX-512 or
+// applies the head's first (linear) layer to each table's latent and fuses the
+// per-device sum into that step (see term()), and runs AVX-512 or
 // AVX2+FMA code chosen at run time, so the default build (no -march) gets the
 // wide kernels too (~1-2 µs per 10-table device).
 //
 // Immutable after construction: operator() is const, allocates nothing for
 // layers up to a few hundred wide (its scratch is on the stack) and may be
 // called from many threads. Results equal compute_cost_net's up to float
-// summation order (the normaliser multiplies by 1/std instead of dividing).
+// rounding (the normaliser multiplies by 1/std instead of dividing, and the
+// head's first layer sums per-table products: W1 l_0 + W1 l_1 + ... rather
+// than W1 (l_0 + l_1 + ...)).
 
 #include <Eigen/Core>
 
@@ -118,13 +121,8 @@ class packed_compute_cost_net {
                          "the network's table feature count");
     const auto rows = static_cast<std::size_t>(features.rows());
     const auto stride = static_cast<std::size_t>(features.outerStride());
-    alignas(64) float stack[stack_floats];
-    std::vector<float> heap;
-    float* scratch = stack;
-    if (scratch_floats_ > stack_floats) {
-      heap.resize(scratch_floats_);
-      scratch = heap.data();
-    }
+    detail::scratch_floats<stack_floats> buf(scratch_floats_);
+    float* scratch = buf.data();
     switch (kernel_) {
 #ifdef EMBPLAN_NN_X86_KERNELS
       case simd_kernel::avx512:
@@ -137,56 +135,75 @@ class packed_compute_cost_net {
     }
   }
 
-  // The two stages of operator(), for a caller that sums latents itself (the
-  // planners' piecewise pricing, search/detail/piecewise.hpp):
-  //   operator()(x) == head(s), s = 0 + latent(x_0) + latent(x_1) + ... in
-  // float, row by row in order, bitwise: a row's latent is computed by the
-  // same kernel and the same sequence of operations whatever rows surround it
-  // (each row of a register block has its own accumulators), and operator()
-  // adds the rows' latents into the sum one row at a time, in row order.
-  // latent: one row of raw features (table_features() floats) -> the table
-  // MLP's output, latent_size() floats.
-  void latent(const float* features, float* out) const {
-    alignas(64) float scratch[stack_floats];
-    std::vector<float> heap;
-    float* buf = scratch;
-    if (scratch_floats_ > stack_floats) {
-      heap.resize(scratch_floats_);
-      buf = heap.data();
-    }
+  // The two stages of operator(), for a caller that folds a device's tables
+  // one at a time (the planners' piecewise pricing, search/detail/piecewise.hpp).
+  // The head's first layer is linear in the sum of the table latents, so
+  // W1 (l_0 + l_1 + ...) + b1 = b1 + W1 l_0 + W1 l_1 + ...: a table's *term*
+  // is its latent through W1 (no bias), and a device's pre-activation is the
+  // sum of its tables' terms. A planner that adds one table to a device then
+  // pays one vector add and the rest of the head (a ReLU and a 64-float dot
+  // for NeuroShard's 32-64-1), not the 32x64 layer. operator() computes the
+  // same sum the same way, so
+  //   operator()(x) == finish(z), z = start + term(x_0) + term(x_1) + ... in
+  // float, element by element, row by row in order, bitwise: a row's term is
+  // computed by the same kernel and the same sequence of operations whatever
+  // rows surround it (each row of a register block has its own accumulators),
+  // and operator() adds the rows' terms into z one row at a time, in row order.
+  // term: one row of raw features (table_features() floats) -> term_size()
+  // floats (zero past the first head layer's width).
+  void term(const float* features, float* out) const {
+    detail::scratch_floats<small_floats> scratch(2 * width_);
+    float* buf = scratch.data();
     switch (kernel_) {
 #ifdef EMBPLAN_NN_X86_KERNELS
       case simd_kernel::avx512:
-        return latent_of<detail::avx512_ops>(features, buf, out);
+        return term_of<detail::avx512_ops>(features, buf, out);
       case simd_kernel::avx2:
-        return latent_of<detail::avx2_ops>(features, buf, out);
+        return term_of<detail::avx2_ops>(features, buf, out);
 #endif
       default:
-        return latent_of<detail::scalar_ops>(features, buf, out);
+        return term_of<detail::scalar_ops>(features, buf, out);
     }
   }
 
-  // head: a sum of latents (latent_size() floats) -> the predicted cost.
-  float head(const float* latent_sum) const {
-    alignas(64) float scratch[stack_floats];
-    std::vector<float> heap;
-    float* buf = scratch;
-    if (2 * head_width_ > stack_floats) {
-      heap.resize(2 * head_width_);
-      buf = heap.data();
-    }
-    std::fill_n(buf, head_width_, 0.0f);
-    std::copy_n(latent_sum, latent_, buf);
+  // The fold's start: the first head layer's bias (term_size() floats).
+  void start(float* z) const {
+    std::copy_n(data_.data() + first_.b, first_.n_pad, z);
+  }
+
+  // z (term_size() floats, the sum above) -> the predicted cost.
+  float finish(const float* z) const {
     switch (kernel_) {
 #ifdef EMBPLAN_NN_X86_KERNELS
       case simd_kernel::avx512:
-        return head_of<detail::avx512_ops>(buf, buf + head_width_);
+        return finish_of<detail::avx512_ops>(z);
       case simd_kernel::avx2:
-        return head_of<detail::avx2_ops>(buf, buf + head_width_);
+        return finish_of<detail::avx2_ops>(z);
 #endif
       default:
-        return head_of<detail::scalar_ops>(buf, buf + head_width_);
+        return finish_of<detail::scalar_ops>(z);
     }
+  }
+
+  // z += term (term_size() floats each): the fold's step, on this net's kernel
+  // (an element-wise float add, so every kernel gives the same sums).
+  void add(float* z, const float* term) const {
+    switch (kernel_) {
+#ifdef EMBPLAN_NN_X86_KERNELS
+      case simd_kernel::avx512:
+        return detail::avx512_ops::add(z, term, first_.n_pad);
+      case simd_kernel::avx2:
+        return detail::avx2_ops::add(z, term, first_.n_pad);
+#endif
+      default:
+        return detail::scalar_ops::add(z, term, first_.n_pad);
+    }
+  }
+
+  // Floats of a term and of the fold (the first head layer's width, padded to
+  // a multiple of detail::packed_width).
+  std::size_t term_size() const noexcept {
+    return first_.n_pad;
   }
 
   // The kernel in use (never automatic).
@@ -209,13 +226,19 @@ class packed_compute_cost_net {
 
   // 32 KiB: NeuroShard's sizes (16 rows x 128 floats, twice) use 17 KiB of it.
   static constexpr std::size_t stack_floats = 8192;
+  // One row's scratch (term(), finish()): two vectors of up to 256 floats
+  // (2 KiB; one row needs no more).
+  static constexpr std::size_t small_floats = 512;
   static constexpr std::size_t max_chunk_rows = 16;
   static constexpr std::size_t min_chunk_rows = 4;  // below: heap scratch, full chunks
 
   simd_kernel kernel_;
   detail::packed_storage data_;
   std::vector<layer_desc> table_layers_;  // t_hidden
-  std::vector<layer_desc> head_layers_;   // c_hidden but its last (1-output) layer
+  layer_desc first_;                      // c_hidden's first layer (bias and activation)
+  layer_desc project_;                    // its weight with a zero bias, no activation
+  std::vector<layer_desc> head_layers_;   // c_hidden between the first and the last layer
+  bool single_head_layer_ = false;        // c_hidden is one layer: the cost is z[0]
   std::size_t features_ = 0, mean_ = 0, inv_std_ = 0;
   std::size_t out_w_ = 0, out_k_pad_ = 0;
   float out_b_ = 0.0f;
@@ -311,24 +334,34 @@ class packed_compute_cost_net {
     }
     latent_ = static_cast<std::size_t>(net.t_hidden.out_features());
     latent_pad_ = table_layers_.back().n_pad;
-    head_width_ = latent_pad_;
+    // The head: its first layer twice (as itself, and as the projection of a
+    // table's latent: zero bias, no activation; see term()), the layers
+    // between, and the last (one output) as a dot product.
     const std::size_t last = net.c_hidden.layers.size() - 1;
-    for (std::size_t k = 0; k < last; ++k) {
+    first_ = pack_layer(net.c_hidden.layers[0], activated(net.c_hidden, 0));
+    project_ = first_;
+    project_.b = reserve(first_.n_pad);  // zeros
+    project_.relu = false;
+    head_width_ = std::max(latent_pad_, first_.n_pad);
+    single_head_layer_ = last == 0;
+    for (std::size_t k = 1; k < last; ++k) {
       head_layers_.push_back(pack_layer(net.c_hidden.layers[k], activated(net.c_hidden, k)));
       head_width_ = std::max(head_width_, head_layers_.back().n_pad);
     }
-    const linear& out = net.c_hidden.layers[last];
-    out_k_pad_ = detail::round_up(static_cast<std::size_t>(out.in_features()), 16);
-    out_w_ = reserve(out_k_pad_);
-    for (Eigen::Index i = 0; i < out.in_features(); ++i)
-      data_[out_w_ + static_cast<std::size_t>(i)] = out.weight(0, i);
-    out_b_ = out.bias(0, 0);
-    out_relu_ = activated(net.c_hidden, last);
+    if (!single_head_layer_) {
+      const linear& out = net.c_hidden.layers[last];
+      out_k_pad_ = detail::round_up(static_cast<std::size_t>(out.in_features()), 16);
+      out_w_ = reserve(out_k_pad_);
+      for (Eigen::Index i = 0; i < out.in_features(); ++i)
+        data_[out_w_ + static_cast<std::size_t>(i)] = out.weight(0, i);
+      out_b_ = out.bias(0, 0);
+      out_relu_ = activated(net.c_hidden, last);
+    }
 
-    // Scratch: two head vectors, two [chunk, width_] table buffers, one row of
-    // width_ (the scalar kernel's temporary). Fewer rows per chunk when wide
-    // layers would overflow the stack buffer; past that, the heap.
-    const std::size_t fixed = 2 * head_width_ + width_;
+    // run()'s scratch: z, two [chunk, width_] table buffers, one row of the
+    // wider of the two (the scalar kernel's temporary). Fewer rows per chunk
+    // when wide layers would overflow the stack buffer; past that, the heap.
+    const std::size_t fixed = first_.n_pad + std::max(width_, first_.n_pad);
     chunk_rows_ = max_chunk_rows;
     if (fixed + 2 * chunk_rows_ * width_ > stack_floats) {
       const std::size_t fit = fixed < stack_floats ? (stack_floats - fixed) / (2 * width_) : 0;
@@ -341,46 +374,63 @@ class packed_compute_cost_net {
     return {data_.data() + d.w, data_.data() + d.b, d.k, d.n_pad, d.relu};
   }
 
+  // z = start + the rows' terms in row order (each row: the table MLP, then
+  // the projection, summed into z by the kernel), then the rest of the head.
   template <class Ops>
   float run(const float* x, std::size_t x_stride, std::size_t rows, float* scratch) const {
-    float* sum = scratch;
-    float* head = sum + head_width_;
-    float* a = head + head_width_;
+    float* z = scratch;
+    float* a = z + first_.n_pad;
     float* b = a + chunk_rows_ * width_;
     float* tmp = b + chunk_rows_ * width_;
-    std::fill_n(sum, latent_pad_, 0.0f);
+    start(z);
     const detail::norm_view nv{data_.data() + mean_, data_.data() + inv_std_, features_};
     for (std::size_t r0 = 0; r0 < rows; r0 += chunk_rows_) {
       const std::size_t n = std::min(chunk_rows_, rows - r0);
       Ops::normalize(x + r0 * x_stride, x_stride, n, nv, a, width_);
       float* in = a;
       float* out = b;
-      for (std::size_t l = 0; l + 1 < table_layers_.size(); ++l) {
-        Ops::layer(in, width_, n, view(table_layers_[l]), out, width_);
+      for (const layer_desc& d : table_layers_) {
+        Ops::layer(in, width_, n, view(d), out, width_);
         std::swap(in, out);
       }
-      Ops::layer_sum(in, width_, n, view(table_layers_.back()), sum, tmp);
+      Ops::layer_sum(in, width_, n, view(project_), z, tmp);
     }
-    return head_of<Ops>(sum, head);
+    return finish_of<Ops>(z);
   }
 
-  // The head MLP on `sum` (head_width_ floats, zero past the latent; it is
-  // overwritten), with `other` (head_width_ floats) as scratch.
+  // The head after its first layer's sum: `z` (first_.n_pad floats, zero
+  // past the first layer's width) through the first layer's activation and
+  // the remaining layers. NeuroShard's head (32-64-1) has no layer between:
+  // the activation and the last layer are one pass over z.
   template <class Ops>
-  float head_of(float* sum, float* other) const {
-    float* in = sum;
-    float* out = other;
-    for (const layer_desc& d : head_layers_) {
-      Ops::vecmat(in, view(d), out);
-      std::swap(in, out);
+  float finish_of(const float* z) const {
+    if (single_head_layer_) return first_.relu ? std::max(z[0], 0.0f) : z[0];
+    const float* out_w = data_.data() + out_w_;
+    float y = 0.0f;
+    if (head_layers_.empty()) {
+      y = first_.relu ? Ops::relu_dot(z, out_w, out_k_pad_) : Ops::dot(z, out_w, out_k_pad_);
+    } else {
+      detail::scratch_floats<small_floats> scratch(2 * head_width_);
+      float* in = scratch.data();
+      float* out = in + head_width_;
+      std::copy_n(z, first_.n_pad, in);
+      if (first_.relu) {
+        for (std::size_t i = 0; i < first_.n_pad; ++i)
+          in[i] = std::max(in[i], 0.0f);
+      }
+      for (const layer_desc& d : head_layers_) {
+        Ops::vecmat(in, view(d), out);
+        std::swap(in, out);
+      }
+      y = Ops::dot(in, out_w, out_k_pad_);
     }
-    const float y = Ops::dot(in, data_.data() + out_w_, out_k_pad_) + out_b_;
+    y += out_b_;
     return out_relu_ ? std::max(y, 0.0f) : y;
   }
 
-  // run()'s table side for one row, the last layer stored instead of summed.
+  // run()'s work for one row, its term stored instead of summed.
   template <class Ops>
-  void latent_of(const float* x, float* scratch, float* latent) const {
+  void term_of(const float* x, float* scratch, float* term) const {
     float* in = scratch;
     float* out = in + width_;
     const detail::norm_view nv{data_.data() + mean_, data_.data() + inv_std_, features_};
@@ -389,7 +439,7 @@ class packed_compute_cost_net {
       Ops::layer(in, width_, 1, view(d), out, width_);
       std::swap(in, out);
     }
-    std::copy_n(in, latent_, latent);
+    Ops::layer(in, width_, 1, view(project_), term, first_.n_pad);
   }
 };
 

@@ -49,6 +49,12 @@ inline bool cpu_has_avx2() noexcept {
   return _mm512_cvtss_f32(v);
 }
 
+[[gnu::target("avx2,fma")]] inline float sum256(__m256 s) {
+  const __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  const __m128 h = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+
 struct avx512_ops {
   static constexpr int max_rows = 12;
 
@@ -131,6 +137,21 @@ struct avx512_ops {
     for (std::size_t k = 0; k < k_pad; k += 16)
       s = _mm512_fmadd_ps(_mm512_loadu_ps(in + k), _mm512_loadu_ps(w + k), s);
     return sum512(s);
+  }
+
+  // dot(max(in, 0), w): a ReLU layer's output straight into the last layer.
+  [[gnu::target("avx512f")]] static float relu_dot(const float* in, const float* w,
+                                                   std::size_t k_pad) {
+    __m512 s = _mm512_setzero_ps();
+    for (std::size_t k = 0; k < k_pad; k += 16)
+      s = _mm512_fmadd_ps(relu512(_mm512_loadu_ps(in + k)), _mm512_loadu_ps(w + k), s);
+    return sum512(s);
+  }
+
+  // acc[0..n) += x[0..n), n a multiple of 16.
+  [[gnu::target("avx512f")]] static void add(float* acc, const float* x, std::size_t n) {
+    for (std::size_t i = 0; i < n; i += 16)
+      _mm512_storeu_ps(acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(x + i)));
   }
 
  private:
@@ -282,9 +303,24 @@ struct avx2_ops {
     __m256 s = _mm256_setzero_ps();
     for (std::size_t k = 0; k < k_pad; k += 8)
       s = _mm256_fmadd_ps(_mm256_loadu_ps(in + k), _mm256_loadu_ps(w + k), s);
-    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    const __m128 h = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+    return sum256(s);
+  }
+
+  // dot(max(in, 0), w): a ReLU layer's output straight into the last layer.
+  [[gnu::target("avx2,fma")]] static float relu_dot(const float* in, const float* w,
+                                                    std::size_t k_pad) {
+    const __m256 zero = _mm256_setzero_ps();
+    __m256 s = _mm256_setzero_ps();
+    for (std::size_t k = 0; k < k_pad; k += 8) {
+      s = _mm256_fmadd_ps(_mm256_max_ps(_mm256_loadu_ps(in + k), zero), _mm256_loadu_ps(w + k), s);
+    }
+    return sum256(s);
+  }
+
+  // acc[0..n) += x[0..n), n a multiple of 8.
+  [[gnu::target("avx2,fma")]] static void add(float* acc, const float* x, std::size_t n) {
+    for (std::size_t i = 0; i < n; i += 8)
+      _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(x + i)));
   }
 
  private:

@@ -45,6 +45,27 @@ struct cache_aligned_allocator {
 
 using packed_storage = std::vector<float, cache_aligned_allocator<float>>;
 
+// n floats of scratch: on the stack up to N, on the heap past that (layers
+// wider than NeuroShard's). Not copyable: data() may point into the object.
+template <std::size_t N>
+class scratch_floats {
+ public:
+  explicit scratch_floats(std::size_t n) {
+    if (n > N) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  scratch_floats(const scratch_floats&) = delete;
+  scratch_floats& operator=(const scratch_floats&) = delete;
+  float* data() noexcept { return data_; }
+
+ private:
+  alignas(64) float stack_[N];
+  std::vector<float> heap_;
+  float* data_ = stack_;
+};
+
 // One hidden layer as a kernel sees it: out[n] = act(b[n] + sum_k in[k] w[k][n]).
 struct layer_view {
   const float* w;     // [k][n_pad]
@@ -101,6 +122,20 @@ struct scalar_ops {
     for (std::size_t k = 0; k < k_pad; ++k)
       s += in[k] * w[k];
     return s;
+  }
+
+  // dot(max(in, 0), w): a ReLU layer's output straight into the last layer.
+  static float relu_dot(const float* in, const float* w, std::size_t k_pad) {
+    float s = 0.0f;
+    for (std::size_t k = 0; k < k_pad; ++k)
+      s += std::max(in[k], 0.0f) * w[k];
+    return s;
+  }
+
+  // acc[0..n) += x[0..n).
+  static void add(float* acc, const float* x, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+      acc[i] += x[i];
   }
 
  private:

@@ -68,44 +68,49 @@ struct piecewise_compute<analytic_cost> {
   }
 };
 
-// neural_cost::compute: the head MLP over the float sum of the pieces' table-MLP
-// latents, added in group order from zero (neural_cost::from_latent_sum). A
-// term is a piece's latent (the 32 floats after NeuroShard's table MLP, up to
-// max_latent), computed once per piece; the fold adds latents the way the
-// packed net's fused sum does, so the result is bitwise compute()'s. Finishing
-// runs only the head MLP (32x64 and 64x1, ~2k multiply-adds), which measured
-// cheaper than a look-up in the search's cache once that outgrows the CPU
-// caches (1,000 tables on 128 devices: ~1.4M device sets, 2.2 s -> 1.5 s of
-// CPU), so device costs are folded, not cached (cache_groups = false).
+// neural_cost::compute: the head's first layer is linear in the sum of the
+// pieces' table-MLP latents, so a device's pre-activation is that layer's
+// bias plus each piece's latent through its weight (a term: 64 floats for
+// NeuroShard's head 32-64-1, up to max_term), added in group order
+// (neural_cost::piece_term / fold_start / from_fold; the packed net's
+// operator() adds them the same way, so the fold is bitwise compute()).
+// A term is computed once per piece; placing a piece then costs a 64-float
+// add and the rest of the head (ReLU and a 64-float dot), ~10 ns, where
+// folding latents cost the 32x64 layer as well (~100 ns; NeuroShard-protocol
+// 8-device tasks: ~92k placements each). Finishing is cheaper than a look-up
+// in the search's cache once that outgrows the CPU caches, so device costs
+// are folded, not cached (cache_groups = false).
 template <>
 struct piecewise_compute<neural_cost> {
   static constexpr bool enabled = true;
   static constexpr bool cache_groups = false;
-  static constexpr std::size_t max_latent = 64;
+  static constexpr std::size_t max_term = 64;
   struct term {
-    std::array<float, max_latent> v{};
+    alignas(64) std::array<float, max_term> v{};
   };
   using sum = term;
 
-  // A net with a wider latent is priced by compute() (no piecewise path).
-  static bool usable(const neural_cost& m) { return m.latent_size() <= max_latent; }
+  // A net with a wider first head layer is priced by compute() (no piecewise path).
+  static bool usable(const neural_cost& m) { return m.term_size() <= max_term; }
 
   static term piece(const neural_cost& m, const task& t, const shard& s, std::size_t) {
     term out;
-    m.piece_latent(t, s, out.v.data());
+    m.piece_term(t, s, out.v.data());
     return out;
   }
 
-  static sum start(const neural_cost&) noexcept { return {}; }
-  static void add(const neural_cost&, sum& acc, const term& x) noexcept {
-    // Entries past the latent are zero in both, and stay zero.
-    for (std::size_t i = 0; i < max_latent; ++i)
-      acc.v[i] += x.v[i];
+  static sum start(const neural_cost& m) {
+    sum out;
+    m.fold_start(out.v.data());
+    return out;
+  }
+  static void add(const neural_cost& m, sum& acc, const term& x) {
+    m.fold_add(acc.v.data(), x.v.data());
   }
 
   static compute_cost finish(const neural_cost& m, const task& t, const sum& acc,
                              std::size_t pieces, std::size_t) {
-    return m.from_latent_sum(t, acc.v.data(), pieces);
+    return m.from_fold(t, acc.v.data(), pieces);
   }
 };
 
