@@ -77,3 +77,21 @@ TEST_CASE("an empty all_of admits everything") {
   CHECK(none.admits(t, st, embplan::whole_table(t, 1, 0)));
   CHECK(none.describe() == "no constraint");
 }
+
+TEST_CASE("all_of passes given bytes to the parts that take them, and asks the others plainly") {
+  const auto t = two_tables();
+  const embplan::default_constraint rule;
+  static_assert(embplan::bytes_aware_constraint<embplan::default_constraint>);
+  static_assert(!embplan::bytes_aware_constraint<embplan::dim_multiple>);
+  embplan::placement_state st(2);
+  const auto four = embplan::whole_table(t, 0, 0);  // 160 bytes, 4 columns
+  const auto six = embplan::whole_table(t, 1, 0);   // 240 bytes, 6 columns
+  CHECK(rule.admits(t, st, four, embplan::shard_bytes(t, four)) == rule.admits(t, st, four));
+  CHECK(rule.admits(t, st, six, embplan::shard_bytes(t, six)) == rule.admits(t, st, six));
+  // memory_capacity sees the given figure ...
+  CHECK_FALSE(rule.admits(t, st, four, 1001));
+  // ... and dim_multiple still refuses 6 columns, whatever the bytes.
+  CHECK_FALSE(rule.admits(t, st, six, 1));
+  // admits_with_bytes on a constraint without the overload asks admits(t, st, s).
+  CHECK(embplan::admits_with_bytes(embplan::dim_multiple{}, t, st, four, 1001));
+}

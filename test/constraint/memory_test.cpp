@@ -55,3 +55,20 @@ TEST_CASE("memory_capacity uses each device's own capacity") {
   CHECK(embplan::memory_capacity{}.admits(t, st, embplan::whole_table(t, 0, 0)));
   CHECK_FALSE(embplan::memory_capacity{}.admits(t, st, embplan::whole_table(t, 0, 1)));
 }
+
+TEST_CASE("memory_capacity with the bytes given answers as with the bytes computed") {
+  auto t = tiny();
+  const embplan::memory_capacity rule;
+  embplan::placement_state st(2);
+  const auto s = embplan::whole_table(t, 0, 1);
+  const std::uint64_t bytes = embplan::shard_bytes(t, s);
+  for (const std::uint64_t used : {0u, 800u, 840u, 841u, 5000u}) {
+    CAPTURE(used);
+    st.memory_bytes[1] = used;
+    CHECK(rule.admits(t, st, s, bytes) == rule.admits(t, st, s));
+  }
+  // The given figure is the one used: 1001 bytes fit on no 1000-byte device.
+  st.memory_bytes[1] = 0;
+  CHECK_FALSE(rule.admits(t, st, s, 1001));
+  CHECK(rule.admits(t, st, s, 1000));
+}

@@ -215,6 +215,10 @@ TEST_CASE("neural_cost with a neural_comm uses it for communication") {
   CHECK(learned.communication_name() == "neural_comm");
   CHECK(analytic.with_communication(comm).communication_name() == "neural_comm");
   const auto t = task_on(4, 4096);
+  // Only the analytic communication promises no negative figure (searchers
+  // skip pricing on that promise).
+  CHECK(analytic.communication_nonnegative(t));
+  CHECK_FALSE(learned.communication_nonnegative(t));
   const std::vector<std::int64_t> dims{64, 32, 16, 8};
   const std::vector<double> start{0.0, 2.0, 1.0, 0.0};
   std::vector<embplan::comm_cost> a(4);

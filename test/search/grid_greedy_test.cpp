@@ -169,3 +169,27 @@ TEST_CASE("grid greedy: bad M, an infeasible task names the table, cache counted
   CHECK(ok.cache_hits > 0);
   CHECK(ok.cache_hits < ok.cache_lookups);
 }
+
+TEST_CASE("plans that cannot win are not priced only where communication is never negative") {
+  using embplan::search::detail::communication_nonnegative;
+  using embplan::search::detail::compute_bound_ms;
+  const embplan::analytic_cost model;
+  auto t = search_task(3, 20, 4);
+  CHECK(communication_nonnegative(model, t));
+  t.cluster.collective_latency_ms = -0.01;  // an unvalidated topology: no promise
+  CHECK_FALSE(communication_nonnegative(model, t));
+  t.cluster.collective_latency_ms = 0.05;
+  t.cluster.inter_host_bandwidth_gbps = 0.0;
+  CHECK_FALSE(communication_nonnegative(model, t));
+  // The bound is the busiest device's compute, and a priced plan is never below it.
+  t = search_task(3, 20, 4);
+  const auto r = embplan::grid_greedy{}.search(t, model, embplan::default_constraint{},
+                                               embplan::neg_max_cost_reward{}, 0);
+  REQUIRE(r.ok);
+  const auto costs = embplan::evaluate(t, r.placement, model);
+  std::vector<embplan::compute_cost> compute;
+  for (const auto& d : costs.devices)
+    compute.push_back({.fwd_ms = d.fwd_compute_ms, .bwd_ms = d.bwd_compute_ms});
+  CHECK(compute_bound_ms(compute) > 0.0);
+  CHECK(compute_bound_ms(compute) <= costs.max_ms());
+}

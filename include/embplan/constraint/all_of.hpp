@@ -6,6 +6,7 @@
 // column counts that are multiples of 4.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -27,6 +28,13 @@ class all_of {
   bool admits(const task& t, const placement_state& st, const shard& s) const {
     return std::apply(
         [&](const auto&... c) { return (static_cast<bool>(c.admits(t, st, s)) && ...); }, parts_);
+  }
+
+  // With the shard's bytes known (bytes_aware_constraint): passed to the
+  // parts that take them.
+  bool admits(const task& t, const placement_state& st, const shard& s, std::uint64_t bytes) const {
+    return std::apply(
+        [&](const auto&... c) { return (admits_with_bytes(c, t, st, s, bytes) && ...); }, parts_);
   }
 
   // "memory capacity and columns a multiple of 4"; "no constraint" when empty.
@@ -54,7 +62,7 @@ template <class... Cs>
 all_of(Cs...) -> all_of<Cs...>;
 
 using default_constraint = all_of<memory_capacity, dim_multiple>;
-static_assert(constraint<default_constraint>);
+static_assert(bytes_aware_constraint<default_constraint>);
 static_assert(constraint<all_of<>>);
 
 }  // namespace embplan

@@ -15,14 +15,19 @@ namespace embplan {
 
 struct memory_capacity {
   bool admits(const task& t, const placement_state& st, const shard& s) const {
+    return admits(t, st, s, shard_bytes(t, s));
+  }
+
+  // bytes: shard_bytes(t, s), computed by the caller (bytes_aware_constraint).
+  bool admits(const task& t, const placement_state& st, const shard& s, std::uint64_t bytes) const {
     const std::uint64_t capacity = t.cluster.devices[s.device].memory_bytes;
     const std::uint64_t used = st.memory_bytes[s.device];
     // used + need <= capacity, written so that it cannot wrap.
-    return used <= capacity && shard_bytes(t, s) <= capacity - used;
+    return used <= capacity && bytes <= capacity - used;
   }
 
   std::string describe() const { return "memory capacity"; }
 };
-static_assert(constraint<memory_capacity>);
+static_assert(bytes_aware_constraint<memory_capacity>);
 
 }  // namespace embplan

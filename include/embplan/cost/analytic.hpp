@@ -134,6 +134,15 @@ struct analytic_cost {
 
   std::string_view name() const noexcept { return "analytic"; }
 
+  // Whether communication() returns no negative figure for task t (true for
+  // a valid topology: a latency >= 0 and positive bandwidths). A searcher may
+  // then skip pricing a plan whose busiest device's compute alone already
+  // costs as much as the best plan so far (search/detail/plan_pricer.hpp).
+  bool communication_nonnegative(const task& t) const noexcept {
+    return t.cluster.collective_latency_ms >= 0.0 && t.cluster.intra_host_bandwidth_gbps > 0.0 &&
+           t.cluster.inter_host_bandwidth_gbps > 0.0;
+  }
+
   // Forward read + write of one piece on `device`, without the launch.
   double piece_forward_ms(const task& t, const shard& s, std::size_t device) const {
     const auto& spec = t.tables[s.table];

@@ -131,6 +131,13 @@ class neural_cost {
     return scaled(s, t, pieces == 0 ? 0.0f : s.packed.finish(z), pieces == 0);
   }
 
+  // As analytic_cost's with the analytic communication; a learned one
+  // (an MLP) promises nothing.
+  bool communication_nonnegative(const task& t) const noexcept {
+    const auto* analytic = std::get_if<analytic_cost>(&comm_);
+    return analytic != nullptr && analytic->communication_nonnegative(t);
+  }
+
   double shard_cost(const task& t, const shard& s) const {
     return compute(t, std::span<const shard>(&s, 1), s.device).total_ms();
   }

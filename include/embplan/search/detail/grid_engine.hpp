@@ -141,7 +141,14 @@ template <cost_model CostModel, constraint Constraint>
 class grid_engine {
  public:
   grid_engine(const task& t, const CostModel& model, const Constraint& rule, cost_cache& cache)
-      : t_(t), model_(model), rule_(rule), cache_(cache), kinds_(t), price_(t, model, kinds_) {}
+      : t_(t)
+      , model_(model)
+      , rule_(rule)
+      , cache_(cache)
+      , devices_(t.cluster.size())
+      , comm_nonnegative_(communication_nonnegative(model, t))
+      , kinds_(t)
+      , price_(t, model, kinds_) {}
 
   const device_kinds& kinds() const noexcept { return kinds_; }
   std::uint64_t comm_calls() const noexcept { return pricer_.calls(); }
@@ -201,7 +208,9 @@ class grid_engine {
         }
         place(step, chosen, pos);
       }
-      if (placed_all) {
+      // A plan that cannot beat the best so far is not priced (plan_pricer.hpp).
+      if (placed_all &&
+          !(comm_nonnegative_ && out.ok && compute_bound_ms(cur_.compute) >= out.cost_ms)) {
         const double cost = pricer_.max_ms(t_, model_, cur_.compute, cur_.st.dim_sum);
         if (cost < out.cost_ms) {
           out.ok = true;
@@ -283,7 +292,7 @@ class grid_engine {
   // choice) instead of O(D).
   std::size_t choose(std::size_t step, std::int64_t bound, std::int64_t& critical,
                      std::size_t& pos) {
-    const std::size_t devices = t_.cluster.size();
+    const std::size_t devices = devices_;
     shard s = order_shards_[step];
     const std::int64_t room = bound - s.cols();
     const std::int64_t* dim = cur_.st.dim_sum.data();
@@ -301,7 +310,7 @@ class grid_engine {
         critical = std::min(critical, dim[d] + s.cols());
         continue;
       }
-      if (rule_.admits(t_, cur_.st, s)) {
+      if (admits_with_bytes(rule_, t_, cur_.st, s, order_bytes_[step])) {
         pos = p;
         return d;
       }
@@ -475,6 +484,8 @@ class grid_engine {
   const CostModel& model_;
   const Constraint& rule_;
   cost_cache& cache_;
+  std::size_t devices_;    // t_.cluster.size()
+  bool comm_nonnegative_;  // communication_nonnegative(model_, t_)
   device_kinds kinds_;
   group_pricer<CostModel> price_;
   plan_pricer pricer_;

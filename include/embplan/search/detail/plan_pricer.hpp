@@ -7,6 +7,7 @@
 // the buffers are kept between calls, so pricing allocates nothing.
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -16,6 +17,32 @@
 #include "embplan/core/task.hpp"
 
 namespace embplan::search::detail {
+
+// A cost model's promise that its communication is never negative
+// (analytic_cost::communication_nonnegative); a model without it promises nothing.
+template <cost_model CostModel>
+bool communication_nonnegative(const CostModel& model, const task& t) {
+  if constexpr (requires {
+                  { model.communication_nonnegative(t) } -> std::convertible_to<bool>;
+                }) {
+    return static_cast<bool>(model.communication_nonnegative(t));
+  } else {
+    return false;
+  }
+}
+
+// Where communication is never negative, a plan costs at least
+// max over devices of compute[d].total_ms(): each device's total adds
+// non-negative terms to it, and float addition of a non-negative term never
+// lowers a sum. A plan whose bound is not below the best cost so far cannot
+// replace it (the searchers keep a plan only when strictly cheaper), so it
+// need not be priced.
+inline double compute_bound_ms(std::span<const compute_cost> compute) noexcept {
+  double out = 0.0;
+  for (const auto& c : compute)
+    out = std::max(out, c.total_ms());
+  return out;
+}
 
 class plan_pricer {
  public:
