@@ -5,7 +5,8 @@
 // bundled learned model (data/cost/cpu_compute_model.safetensors, neural_cost:
 // NeuroShard's compute net + analytic communication); the local search on top
 // of it (search/local_search.hpp) and the TorchRec-like baseline for
-// comparison. Goals: median <= 10 ms per task; 1,000 tables on 128 devices
+// comparison; and the learned-model search on two threads (column_beam_2).
+// Goals: median <= 10 ms per task; 1,000 tables on 128 devices
 // (bench/common/bench_task.hpp) <= 1 s.
 // The per-task figures are counters: median_ms and p90_ms over the tasks,
 // timed one by one (wall clock) inside one benchmark iteration.
@@ -52,6 +53,11 @@ struct learned_model {
     static const auto m = embplan::neural_cost::load(EMBPLAN_BUNDLED_COMPUTE_MODEL);
     return m;
   }
+};
+
+// The same search on two threads (column_beam::threads; the plan is the same).
+struct column_beam_2 : embplan::column_beam {
+  column_beam_2() : embplan::column_beam{.threads = 2} {}
 };
 
 template <class Searcher, class Model = analytic_model>
@@ -121,11 +127,20 @@ BENCHMARK(bm_protocol<embplan::column_beam, learned_model>)
     ->Arg(8)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_protocol<column_beam_2, learned_model>)
+    ->Arg(4)
+    ->Arg(8)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_large<embplan::column_beam>)
     ->Args({1000, 128})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_large<embplan::column_beam, learned_model>)
+    ->Args({1000, 128})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_large<column_beam_2, learned_model>)
     ->Args({1000, 128})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

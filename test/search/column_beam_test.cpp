@@ -84,6 +84,29 @@ TEST_CASE("column beam: hyperparameters <= 0 are rejected by name and value") {
   rejects({.width = -1}, "width", -1);
   rejects({.steps = 0}, "steps", 0);
   rejects({.grid = -2}, "grid", -2);
+  rejects({.threads = 0}, "threads", 0);
+}
+
+TEST_CASE("column beam: the plan is the same on 1, 2 and 3 threads") {
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    CAPTURE(seed);
+    const auto t = search_task(20 + seed, 16 + 6 * seed, seed % 2 ? 8 : 4);
+    const auto one = small.search(t, model, rule, embplan::neg_max_cost_reward{}, 0);
+    REQUIRE(one.ok);
+    for (const std::int32_t threads : {2, 3}) {
+      CAPTURE(threads);
+      auto b = small;
+      b.threads = threads;
+      const auto many = b.search(t, model, rule, embplan::neg_max_cost_reward{}, 0);
+      REQUIRE(many.ok);
+      CHECK(many.placement == one.placement);
+      // The same look-ups; each thread caches what it priced, so fewer hit.
+      CHECK(many.cache_lookups == one.cache_lookups);
+      CHECK(many.cache_hits <= one.cache_hits);
+    }
+  }
 }
 
 TEST_CASE("column beam: an infeasible task names the table and why") {

@@ -31,13 +31,20 @@
 //     then by size); a state reached twice in one step is priced once.
 // A task with no plan in any state fails with the reason of the unsplit state
 // (which table fits where not, and why).
+// The states of one step are priced independently, so `threads` > 1 prices
+// them on that many threads (each with its own grid search and cache); the
+// plan is the same for any count.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -104,6 +111,11 @@ struct column_beam {
   std::int32_t width = 3;        // K: states kept per step
   std::int32_t steps = 10;       // L: split steps
   std::int32_t grid = 11;        // M: max-device-dim bounds of the inner grid search
+  // Threads pricing a step's split states (the calling thread and threads - 1
+  // more, each with its own grid search and cache). Not a hyperparameter of
+  // the search: the plan is the same for any count (only the cache counts
+  // differ, each thread caching what it priced).
+  std::int32_t threads = 1;
 
   std::string_view name() const noexcept { return "column_beam"; }
 
@@ -113,6 +125,7 @@ struct column_beam {
     if (width <= 0) detail::fail("column_beam.width", width, "a positive beam width (K)");
     if (steps <= 0) detail::fail("column_beam.steps", steps, "a positive number of steps (L)");
     if (grid <= 0) detail::fail("column_beam.grid", grid, "a positive number of grid steps (M)");
+    if (threads <= 0) detail::fail("column_beam.threads", threads, "a positive number of threads");
   }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>
@@ -141,6 +154,17 @@ struct column_beam {
     }
     const std::string root_failure = root.result.failure;
 
+    // Threads beyond the calling one, each with its own cache and engine.
+    using engine_type = search::detail::grid_engine<CostModel, Constraint>;
+    struct worker {
+      worker(const task& t, const CostModel& m, const Constraint& r) : engine(t, m, r, cache) {}
+      search::detail::cost_cache cache;
+      engine_type engine;
+    };
+    std::vector<std::unique_ptr<worker>> workers;
+    for (std::int32_t i = 1; i < threads; ++i)
+      workers.push_back(std::make_unique<worker>(t, model, rule));
+
     std::vector<beam_state> beam;
     beam.push_back(std::move(root));
     std::vector<beam_state> children;
@@ -157,16 +181,19 @@ struct column_beam {
           child.pieces = search::detail::split_piece(parent.pieces, at);
           child.key = key;
           child.born = children.size();
-          child.result = engine.run(child.pieces, grid, false);
           child.largest_piece_bytes = largest_bytes(t, child.pieces);
-          if (child.result.ok && child.result.cost_ms < best.cost_ms) {
-            best = child.result;
-            best_pieces = child.pieces;
-          }
           children.push_back(std::move(child));
         }
       }
       if (children.empty()) break;  // nothing left to split
+      price_children(children, engine, workers);
+      // The best plan in generation order, as if priced one by one.
+      for (const auto& child : children) {
+        if (child.result.ok && child.result.cost_ms < best.cost_ms) {
+          best = child.result;
+          best_pieces = child.pieces;
+        }
+      }
       std::sort(children.begin(), children.end(), [](const beam_state& a, const beam_state& b) {
         if (a.result.ok != b.result.ok) return a.result.ok;
         if (a.result.ok) {
@@ -183,6 +210,11 @@ struct column_beam {
     out.cache_lookups = cache.lookups();
     out.cache_hits = cache.hits();
     out.evaluations = cache.misses() + engine.comm_calls();
+    for (const auto& w : workers) {
+      out.cache_lookups += w->cache.lookups();
+      out.cache_hits += w->cache.hits();
+      out.evaluations += w->cache.misses() + w->engine.comm_calls();
+    }
     if (!best.ok) {
       out.failure = root_failure + "; no column-wise split of up to " + std::to_string(steps) +
                     " halvings (beam search) found a plan either";
@@ -199,6 +231,48 @@ struct column_beam {
   }
 
  private:
+  // Each child's grid search (Alg. 2), on this thread's engine and on the
+  // workers' (one std::thread each for the step), children taken in turn from
+  // a shared counter. A child's result depends on its pieces only (the caches
+  // hold exact figures), so the split of the work changes nothing.
+  template <class Engine, class Worker>
+  void price_children(std::vector<search::detail::beam_state>& children, Engine& engine,
+                      const std::vector<std::unique_ptr<Worker>>& workers) const {
+    std::atomic<std::size_t> next{0};
+    const auto work = [&](auto& e) {
+      for (std::size_t i = next++; i < children.size(); i = next++)
+        children[i].result = e.run(children[i].pieces, grid, false);
+    };
+    const std::size_t helpers = std::min(workers.size(), children.size() - 1);
+    if (helpers == 0) {
+      work(engine);
+      return;
+    }
+    std::vector<std::exception_ptr> errors(helpers + 1);
+    {
+      std::vector<std::jthread> pool;
+      pool.reserve(helpers);
+      for (std::size_t h = 0; h < helpers; ++h) {
+        pool.emplace_back([&, h] {
+          try {
+            work(workers[h]->engine);
+          } catch (...) {
+            errors[h + 1] = std::current_exception();
+            next = children.size();  // the others stop early too
+          }
+        });
+      }
+      try {
+        work(engine);
+      } catch (...) {
+        errors[0] = std::current_exception();
+        next = children.size();
+      }
+    }  // joins
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+
   static std::uint64_t largest_bytes(const task& t, const std::vector<search::detail::piece>& ps) {
     std::uint64_t out = 0;
     for (const auto& p : ps)
