@@ -36,6 +36,20 @@ TEST_CASE("dim_multiple admits column counts that are multiples") {
   CHECK(four.describe() == "columns a multiple of 4");
 }
 
+TEST_CASE("dim_multiple: powers of two and other multiples agree with the remainder") {
+  const embplan::placement_state st(1);
+  const auto t = one_table(128);
+  for (const std::int32_t multiple : {1, 2, 3, 4, 6, 8, 12, 16, 64}) {
+    CAPTURE(multiple);
+    const embplan::dim_multiple rule{.multiple = multiple};
+    for (std::int32_t cols = 1; cols <= 128; ++cols) {
+      const embplan::shard s{
+          .table = 0, .device = 0, .col_begin = 0, .col_end = cols, .row_begin = 0, .row_end = 10};
+      CHECK(rule.admits(t, st, s) == (cols % multiple == 0));
+    }
+  }
+}
+
 TEST_CASE("dim_multiple rejects a non-positive multiple by name and value") {
   const auto t = one_table(8);
   const embplan::placement_state st(1);

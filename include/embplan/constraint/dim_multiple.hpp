@@ -20,6 +20,10 @@ struct dim_multiple {
 
   bool admits(const task&, const placement_state&, const shard& s) const {
     if (multiple <= 0) detail::fail("dim_multiple.multiple", multiple, "a positive integer");
+    // A power of two (4, the default) by a mask: the searchers ask this once
+    // per placement, and a division by a run-time value is ~30 cycles.
+    const auto m = static_cast<std::uint32_t>(multiple);
+    if ((m & (m - 1)) == 0) return (static_cast<std::uint32_t>(s.cols()) & (m - 1)) == 0;
     return s.cols() % multiple == 0;
   }
 
