@@ -75,11 +75,13 @@ struct piecewise_compute<analytic_cost> {
 // (neural_cost::piece_term / fold_start / from_fold; the packed net's
 // operator() adds them the same way, so the fold is bitwise compute()).
 // A term is computed once per piece; placing a piece then costs a 64-float
-// add and the rest of the head (ReLU and a 64-float dot), ~10 ns, where
-// folding latents cost the 32x64 layer as well (~100 ns; NeuroShard-protocol
-// 8-device tasks: ~92k placements each). Finishing is cheaper than a look-up
-// in the search's cache once that outgrows the CPU caches, so device costs
-// are folded, not cached (cache_groups = false).
+// add and the rest of the head (ReLU and a 64-float dot: ~14-15 ns for
+// finish() in bench_nn's bm_packed_finish), where folding latents cost the
+// 32x64 layer as well (~96 ns; NeuroShard-protocol 8-device tasks place
+// ~92k pieces each). Finishing is cheaper than a look-up in the search's
+// cache (measured with the 96 ns head: caching device costs cut the heads
+// from 92k to 16k per task but the time only from 22 to 21 ms), so device
+// costs are folded, not cached (cache_groups = false).
 template <>
 struct piecewise_compute<neural_cost> {
   static constexpr bool enabled = true;
