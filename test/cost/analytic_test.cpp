@@ -166,6 +166,35 @@ TEST_CASE("two hosts: the slower link class decides, by hand") {
   CHECK(out[0].fwd_ms == out[0].bwd_ms);
 }
 
+TEST_CASE("hosts of 3 devices and a partial last host: each device sees its own host") {
+  embplan::task t = small_task();
+  t.cluster = embplan::uniform_topology(7, {}, 3);  // hosts {0, 1, 2}, {3, 4, 5}, {6}
+  t.batch_size = 7 * 1024;
+  const std::vector<std::int64_t> dims{64, 32, 16, 8, 128, 4, 40};
+  const std::vector<double> start(7, 0.0);
+  std::vector<embplan::comm_cost> out(7);
+  embplan::analytic_cost{}.communication(t, dims, start, out);
+  // By hand, from host_of: the devices on d's host and their column sum.
+  const double column = 1024.0 * 4;  // bytes per column to one peer
+  double total = 0.0;
+  for (const auto v : dims)
+    total += static_cast<double>(v);
+  for (std::size_t d = 0; d < 7; ++d) {
+    CAPTURE(d);
+    double host_dim = 0.0;
+    double host_devices = 0.0;
+    for (std::size_t e = 0; e < 7; ++e) {
+      if (t.cluster.host_of(e) != t.cluster.host_of(d)) continue;
+      host_dim += static_cast<double>(dims[e]);
+      host_devices += 1.0;
+    }
+    const double own = static_cast<double>(dims[d]);
+    const double intra = std::max((host_devices - 1.0) * own, host_dim - own) * column / 12e6;
+    const double inter = std::max((7.0 - host_devices) * own, total - host_dim) * column / 12.5e6;
+    CHECK(out[d].bwd_ms == doctest::Approx(0.05 + std::max(intra, inter)).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("start skew adds exactly the wait for the last starter") {
   embplan::task t = small_task();
   t.cluster = embplan::uniform_topology(4);

@@ -210,11 +210,17 @@ struct analytic_cost {
       host_dim = dim_heap.data();
       host_devices = devices_heap.data();
     }
+    // Devices are numbered host by host (topology::host_of); walking them
+    // with a running host index spares a division per device per call.
     double total_dim = 0.0;
-    for (std::size_t d = 0; d < n; ++d) {
-      host_dim[t.cluster.host_of(d)] += static_cast<double>(dim_sum[d]);
-      host_devices[t.cluster.host_of(d)] += 1.0;
+    for (std::size_t d = 0, h = 0, k = 0; d < n; ++d) {
+      host_dim[h] += static_cast<double>(dim_sum[d]);
+      host_devices[h] += 1.0;
       total_dim += static_cast<double>(dim_sum[d]);
+      if (++k == per_host) {
+        k = 0;
+        ++h;
+      }
     }
     // Bytes per column exchanged with one peer: its share of the batch, fp32.
     const double column_bytes =
@@ -224,8 +230,7 @@ struct analytic_cost {
     const double inter_bpms =
         t.cluster.inter_host_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
     const double last_start = *std::max_element(start_ms.begin(), start_ms.end());
-    for (std::size_t d = 0; d < n; ++d) {
-      const std::size_t h = t.cluster.host_of(d);
+    for (std::size_t d = 0, h = 0, k = 0; d < n; ++d) {
       const double own = static_cast<double>(dim_sum[d]);
       const double intra_peers = host_devices[h] - 1.0;
       const double inter_peers = static_cast<double>(n) - host_devices[h];
@@ -235,6 +240,10 @@ struct analytic_cost {
           std::max(inter_peers * own, total_dim - host_dim[h]) * column_bytes / inter_bpms;
       const double transfer_ms = t.cluster.collective_latency_ms + std::max(intra_ms, inter_ms);
       out[d] = comm_cost{.fwd_ms = (last_start - start_ms[d]) + transfer_ms, .bwd_ms = transfer_ms};
+      if (++k == per_host) {
+        k = 0;
+        ++h;
+      }
     }
   }
 
