@@ -11,6 +11,7 @@
 // arguments skips the ids already on file.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -100,6 +101,14 @@ class world {
 #endif
   }
 
+  // Rank 0's value, on every rank.
+  double broadcast(double value) const {
+#if defined(EMBPLAN_WITH_MPI)
+    if (size_ > 1) MPI_Bcast(&value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+#endif
+    return value;
+  }
+
   // An error on one rank would leave the others waiting in a collective.
   [[noreturn]] void abort(int code) const {
 #if defined(EMBPLAN_WITH_MPI)
@@ -135,6 +144,10 @@ struct collect_args {
   int warmup = embplan::bench::protocol_options{}.warmup;
   int runs = embplan::bench::protocol_options{}.runs;
   int drop = embplan::bench::protocol_options{}.drop;
+  // compute: the CPU meter's drift reference (meter_options::reference), with
+  // reference_ms as given or, when 0, measured once by rank 0 for all ranks.
+  bool reference = false;
+  double reference_ms = 0.0;
   bool quiet = false;
 };
 
@@ -172,6 +185,15 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
   if (a.batch_size < 1) embplan::detail::fail("collect.batch_size", a.batch_size, "a count >= 1");
   if (a.max_weight_mib < 1) {
     embplan::detail::fail("collect.max_weight_mib", a.max_weight_mib, "at least 1 MiB");
+  }
+  if (!(a.reference_ms >= 0.0) || !std::isfinite(a.reference_ms)) {
+    embplan::detail::fail("collect.reference_ms", a.reference_ms,
+                          "a finite time >= 0 (0: measured, with --reference)");
+  }
+  const bool reference = a.reference || a.reference_ms > 0.0;
+  if (reference && a.kind != "compute") {
+    embplan::detail::fail("collect.reference", true,
+                          "off for comm samples (the drift reference scales the compute meter)");
   }
   const bool mpi_comm = a.kind == "comm" && w.size() > 1;
   if (mpi_comm && o.devices != w.size()) {
@@ -232,10 +254,21 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
 
   if (a.kind == "compute") {
     const auto ranks = static_cast<std::size_t>(w.size());
-    auto shard_meter = make_meter(
-        eb::meter_options{.batch_size = a.batch_size,
-                          .protocol = protocol,
-                          .max_weight_bytes = static_cast<std::uint64_t>(a.max_weight_mib) << 20});
+    eb::meter_options mo{.batch_size = a.batch_size,
+                         .protocol = protocol,
+                         .max_weight_bytes = static_cast<std::uint64_t>(a.max_weight_mib) << 20,
+                         .reference = reference,
+                         .reference_ms = a.reference_ms};
+    if (reference && mo.reference_ms == 0.0) {
+      // One scale for every rank and every record: rank 0 measures it.
+      mo.reference_ms = w.broadcast(w.rank() == 0 ? eb::calibrate_reference(mo) : 0.0);
+      if (w.rank() == 0 && !a.quiet) {
+        std::cerr << "embplan collect compute: drift reference " << mo.reference_ms
+                  << " ms (pass --reference-ms " << mo.reference_ms
+                  << " to resume on the same scale)\n";
+      }
+    }
+    auto shard_meter = make_meter(mo);
     for (std::size_t round = 0; round * ranks < todo.size(); ++round) {
       const std::size_t k = round * ranks + static_cast<std::size_t>(w.rank());
       std::string line;
@@ -244,7 +277,9 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
         const auto specs = eb::sample_specs(pool, sample.tables);
         const auto m = shard_meter.measure(
             specs, embplan::derive_seed(a.seed, static_cast<std::uint64_t>(sample.id)));
-        line = eb::compute_record(sample, m, meter, a.batch_size).dump();
+        auto record = eb::compute_record(sample, m, meter, a.batch_size);
+        if (reference) record["reference_ms"] = mo.reference_ms;
+        line = record.dump();
       }
       const auto lines = w.gather(line);
       if (w.rank() == 0) append(lines);

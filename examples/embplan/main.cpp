@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -117,6 +118,23 @@ int run_tasks(const tasks_args& a) {
 }
 
 // ------------------------------------------------------------------ plan
+// --reference / --reference-ms of `plan` and `compare`: the measured meter's
+// drift reference (bench::meter_options::reference), its time given or, with
+// --reference alone, measured once before the first plan.
+struct reference_args {
+  bool on = false;
+  double ms = 0.0;
+};
+
+void add_reference_options(CLI::App* app, reference_args& r) {
+  app->add_flag("--reference", r.on,
+                "--meter measured: pair every timed run with a fixed reference shard and "
+                "scale by it (cancels a shared machine's slow and fast spells)");
+  app->add_option("--reference-ms", r.ms,
+                  "--meter measured: the reference shard's time to scale to (implies "
+                  "--reference; default: measured once at the start)");
+}
+
 // The meter that prices every plan, and how the output names it.
 // (--meter simulated is the learned model when one is loaded, else the
 // analytic one; see models.hpp.)
@@ -141,6 +159,7 @@ struct plan_args {
   std::string trace;
   std::string model;  // empty: the bundled learned model
   std::string meter = "simulated";
+  reference_args reference;
 };
 
 template <class Model>
@@ -149,10 +168,30 @@ int run_plan_with(const plan_args& a, const embplan_cli::any_meter& meter,
 
 // The meter of `plan` and `compare` (models.hpp), and how the output names it.
 std::pair<embplan_cli::any_meter, std::string> meter_of(const std::string& name,
-                                                        const embplan_cli::planning_model& pm) {
+                                                        const embplan_cli::planning_model& pm,
+                                                        const reference_args& reference = {}) {
   embplan_cli::check_meter(name);
+  if (!(reference.ms >= 0.0) || !std::isfinite(reference.ms)) {
+    embplan::detail::fail("--reference-ms", reference.ms,
+                          "a finite time >= 0 (0: measured, with --reference)");
+  }
+  const bool referenced = reference.on || reference.ms > 0.0;
+  if (referenced && name != "measured") {
+    embplan::detail::fail("--meter", name,
+                          "\"measured\" with --reference (the drift reference scales the CPU "
+                          "meter)");
+  }
   if (name == "measured") {
-    return {embplan_cli::any_meter(embplan::bench::cpu_meter_cost{}), measured_meter_text};
+    embplan::bench::cpu_meter_cost meter;
+    if (!referenced) return {embplan_cli::any_meter(meter), measured_meter_text};
+    meter.options.reference = true;
+    meter.options.reference_ms =
+        reference.ms > 0.0 ? reference.ms : embplan::bench::calibrate_reference(meter.options);
+    return {embplan_cli::any_meter(meter),
+            std::string(measured_meter_text) +
+                "; drift reference: times scaled to the machine state where the reference "
+                "shard takes " +
+                fixed(meter.options.reference_ms, 3) + " ms"};
   }
   if (name == "simulated" && pm.compute) {
     return {embplan_cli::any_meter(*pm.compute), learned_meter_text};
@@ -163,7 +202,14 @@ std::pair<embplan_cli::any_meter, std::string> meter_of(const std::string& name,
 int run_plan(const plan_args& a) {
   embplan_cli::check_meter(a.meter);
   const auto pm = embplan_cli::load_planning_model(a.model);
-  const auto [meter, text] = meter_of(a.meter, pm);
+#if defined(EMBPLAN_WITH_MPI)
+  if (a.meter == "measured" && (a.reference.on || a.reference.ms > 0.0) &&
+      embplan_cli::world().size() > 1) {
+    embplan::detail::fail("--reference", true,
+                          "off under mpirun (the MPI plan meter has no drift reference)");
+  }
+#endif
+  const auto [meter, text] = meter_of(a.meter, pm, a.reference);
   if (pm.compute) return run_plan_with(a, meter, text, *pm.compute, pm.text);
   return run_plan_with(a, meter, text, embplan::analytic_cost{}, pm.text);
 }
@@ -249,6 +295,7 @@ struct compare_args {
   std::string json;
   std::string meter = "simulated";
   std::string model;  // empty: the bundled learned model
+  reference_args reference;
 };
 
 template <class Model>
@@ -346,7 +393,7 @@ int run_compare_with(const compare_args& a, const embplan_cli::any_meter& meter,
 int run_compare(const compare_args& a) {
   embplan_cli::check_meter(a.meter);
   const auto pm = embplan_cli::load_planning_model(a.model);
-  const auto [meter, text] = meter_of(a.meter, pm);
+  const auto [meter, text] = meter_of(a.meter, pm, a.reference);
   if (pm.compute) return run_compare_with(a, meter, text, *pm.compute, pm.text);
   return run_compare_with(a, meter, text, embplan::analytic_cost{}, pm.text);
 }
@@ -397,6 +444,7 @@ int main(int argc, char** argv) {
   plan->add_option("--meter", pl.meter,
                    "simulated (the learned model, else analytic) | analytic | measured (CPU meter)")
       ->capture_default_str();
+  add_reference_options(plan, pl.reference);
 
   compare_args ca;
   const std::string planner_list = preset_list();
@@ -426,6 +474,7 @@ int main(int argc, char** argv) {
   compare->add_option("--model", ca.model,
                       "learned compute-cost model neuroshard plans on: a file of `embplan train "
                       "compute`, or none (analytic); default: the bundled CPU-meter model");
+  add_reference_options(compare, ca.reference);
 
   embplan_cli::collect_args co;
   auto* collect = app.add_subcommand(
@@ -465,6 +514,12 @@ int main(int argc, char** argv) {
                    "compute: weights materialised per sample (rows scaled down to fit)")
       ->capture_default_str();
   embplan_cli::add_protocol_options(collect, co.warmup, co.runs, co.drop);
+  collect->add_flag("--reference", co.reference,
+                    "compute: pair every timed run with a fixed reference shard and scale by it "
+                    "(cancels a shared machine's slow and fast spells)");
+  collect->add_option("--reference-ms", co.reference_ms,
+                      "compute: the reference shard's time to scale to (implies --reference; "
+                      "default: measured once by rank 0); recorded in every record");
   collect->add_flag("--quiet", co.quiet, "no progress bar");
 
   embplan_cli::skew_args sk;
@@ -506,8 +561,12 @@ int main(int argc, char** argv) {
       app.add_subcommand("observe", "Measure the papers' three cost observations on the CPU meter");
   embplan_cli::add_observe_options(observe, ob);
   observe->add_flag("--repeatability", ob.repeatability,
-                    "only (0): CV of --repeats measurements of one 10-table shard under four "
-                    "meter configurations (wall / thread CPU clock, protocol / median of 3)");
+                    "only (0): CV of --repeats measurements of one 10-table shard under six "
+                    "meter configurations (wall / thread CPU clock; protocol / median of 3 / "
+                    "drift reference)");
+  observe->add_option("--reference-ms", ob.reference_ms,
+                      "--repeatability: the drift-reference rows' reference time (default: "
+                      "each meter measures it at its start)");
 
   embplan_cli::train_args tr;
   auto* train = app.add_subcommand(

@@ -36,6 +36,7 @@ struct observe_args {
   int runs = 10;
   int drop = 2;
   bool repeatability = false;  // only (0), under each meter configuration
+  double reference_ms = 0.0;   // the drift-reference rows' scale (0: each meter measures it)
 };
 
 namespace detail {
@@ -54,8 +55,9 @@ inline embplan::table_spec synthetic_table(std::int64_t rows, std::int32_t dim, 
 }  // namespace detail
 
 // `observe --repeatability`: one 10-table pool shard (dim 32), measured
-// `repeats` times under four meter configurations — wall clock or the thread's
-// CPU time, the plain protocol or the median of 3 protocol means — taken in
+// `repeats` times under six meter configurations — wall clock or the thread's
+// CPU time; the plain protocol, the median of 3 protocol means, or the
+// protocol with the drift reference (meter_options::reference) — taken in
 // turn (measurement r of every configuration before r + 1), so that all four
 // see the same machine. Prints, per configuration, the coefficient of
 // variation between the measurements (the meter's repeatability) and the mean
@@ -74,12 +76,15 @@ inline int run_repeatability(const observe_args& a) {
     const char* name;
     eb::meter_clock clock;
     int repeats;
+    bool reference;
   };
   const std::vector<configuration> configurations{
-      {"wall clock, protocol", eb::meter_clock::wall, 1},
-      {"thread CPU, protocol", eb::meter_clock::thread_cpu, 1},
-      {"wall clock, median of 3", eb::meter_clock::wall, 3},
-      {"thread CPU, median of 3", eb::meter_clock::thread_cpu, 3},
+      {"wall clock, protocol", eb::meter_clock::wall, 1, false},
+      {"thread CPU, protocol", eb::meter_clock::thread_cpu, 1, false},
+      {"wall clock, median of 3", eb::meter_clock::wall, 3, false},
+      {"thread CPU, median of 3", eb::meter_clock::thread_cpu, 3, false},
+      {"wall clock, drift reference", eb::meter_clock::wall, 1, true},
+      {"thread CPU, drift reference", eb::meter_clock::thread_cpu, 1, true},
   };
   std::vector<eb::shard_meter> meters;
   for (const auto& c : configurations) {
@@ -89,7 +94,9 @@ inline int run_repeatability(const observe_args& a) {
                           .protocol = {.warmup = a.warmup, .runs = a.runs, .drop = a.drop},
                           .separate = false,
                           .clock = c.clock,
-                          .repeats = c.repeats});
+                          .repeats = c.repeats,
+                          .reference = c.reference,
+                          .reference_ms = c.reference ? a.reference_ms : 0.0});
   }
   std::vector<std::vector<double>> means(configurations.size());
   std::vector<double> within(configurations.size(), 0.0);
@@ -111,6 +118,13 @@ inline int run_repeatability(const observe_args& a) {
                fixed(100.0 * moments.cv(), 2), fixed(100.0 * within[c], 2)});
   }
   table.print(std::cout);
+  for (std::size_t c = 0; c < configurations.size(); ++c) {
+    if (!configurations[c].reference) continue;
+    std::cout << configurations[c].name << ": scaled to a reference time of "
+              << fixed(meters[c].reference_ms(), 3) << " ms"
+              << (a.reference_ms > 0.0 ? " (given)" : " (measured by the meter at its start)")
+              << '\n';
+  }
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,59 @@ TEST_CASE("shard_meter: thread CPU clock, and the median of repeated protocol me
     CHECK(m.forward.mean_ms > 0.0);
     CHECK(m.backward.mean_ms > 0.0);
   }
+}
+
+TEST_CASE("shard_meter: the drift reference, calibrated or given") {
+  const std::vector<embplan::table_spec> tables{table(3000, 16, 4.0), table(500, 8, 2.0)};
+  auto o = quick;
+  o.reference = true;
+  eb::shard_meter calibrating(o);
+  const double calibrated = calibrating.reference_ms();
+  CHECK(calibrated > 0.0);
+  CHECK(calibrating.reference_ms() == calibrated);  // measured once, then kept
+  const auto m = calibrating.measure(tables);
+  CHECK(calibrating.reference_ms() == calibrated);
+  REQUIRE(m.total.sorted_ms.size() == 3);
+  CHECK(m.total.mean_ms > 0.0);
+  CHECK(m.forward.mean_ms > 0.0);
+  CHECK(m.backward.mean_ms > 0.0);
+  CHECK(eb::calibrate_reference(quick) > 0.0);
+
+  o.reference_ms = 2.5;
+  eb::shard_meter given(o);
+  CHECK(given.reference_ms() == 2.5);
+  CHECK(given.measure(tables).total.mean_ms > 0.0);
+  CHECK(given.reference_ms() == 2.5);
+  CHECK(eb::shard_meter(quick).reference_ms() == 0.0);  // off
+  CHECK(eb::reference_shard().size() == 1);
+  CHECK(eb::reference_shard().front().rows == std::int64_t{1} << 20);
+}
+
+TEST_CASE("shard_meter: a bad reference time names the field and value") {
+  auto o = quick;
+  o.reference_ms = -3.0;
+  auto msg = message_of([&] { eb::shard_meter meter(o); });
+  CHECK(msg.find("meter.reference_ms") != std::string::npos);
+  CHECK(msg.find("-3") != std::string::npos);
+  o.reference_ms = std::numeric_limits<double>::quiet_NaN();
+  msg = message_of([&] { eb::shard_meter meter(o); });
+  CHECK(msg.find("meter.reference_ms") != std::string::npos);
+  CHECK(msg.find("nan") != std::string::npos);
+  // A plan's devices must share one scale: cpu_meter_cost needs the time given.
+  embplan::task t;
+  t.tables = {table(2000, 16, 4.0)};
+  t.cluster = embplan::uniform_topology(1);
+  t.batch_size = 64;
+  embplan::plan p;
+  p.shards = {embplan::whole_table(t, 0, 0)};
+  auto referenced = quick;
+  referenced.reference = true;
+  msg =
+      message_of([&] { (void)embplan::evaluate(t, p, eb::cpu_meter_cost{.options = referenced}); });
+  CHECK(msg.find("meter.reference_ms") != std::string::npos);
+  CHECK(msg.find("calibrate_reference") != std::string::npos);
+  referenced.reference_ms = 1.0;
+  CHECK(embplan::evaluate(t, p, eb::cpu_meter_cost{.options = referenced}).devices.size() == 1);
 }
 
 TEST_CASE("cpu_meter_cost: a plan measured device by device, comm from the analytic model") {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +48,43 @@ TEST_CASE("measure: W warm-ups untimed, B timed runs, each after before_each") {
   CHECK(t.starts == 5);
   CHECK(m.mean_ms == doctest::Approx(5.0));  // 2, 3, 10
   CHECK(m.sorted_ms.size() == 5);
+}
+
+TEST_CASE("measure_referenced: each run paired with the reference run before it, then scaled") {
+  // Pairs (reference, run): (2, 10) (4, 30) (1, 3) (2, 100) (8, 8); W = 1 untimed pair first.
+  scripted_timer t{.durations = {2, 10, 4, 30, 1, 3, 2, 100, 8, 8}};
+  std::string order;
+  const auto m = eb::measure_referenced(
+      t, [&] { order += 'r'; }, [&] { order += 'R'; }, [&] { order += 'b'; },
+      eb::protocol_options{.warmup = 1, .runs = 5, .drop = 1}, 2.0);
+  CHECK(order == "bRbrbRbrbRbrbRbrbRbrbRbr");
+  CHECK(t.starts == 10);
+  // Samples ms * 2 / reference: 10, 15, 6, 100, 2 -> kept 6, 10, 15.
+  CHECK(m.sorted_ms == std::vector<double>{2, 6, 10, 15, 100});
+  CHECK(m.mean_ms == doctest::Approx(31.0 / 3.0));
+  // A reference the clock reads as 0 leaves its run unscaled.
+  scripted_timer coarse{.durations = {0, 7}};
+  const auto unscaled = eb::measure_referenced(
+      coarse, [] {}, [] {}, [] {}, eb::protocol_options{.warmup = 0, .runs = 1, .drop = 0}, 5.0);
+  CHECK(unscaled.mean_ms == 7.0);
+}
+
+TEST_CASE("measure_referenced: the reference time must be positive and finite") {
+  scripted_timer t{.durations = {1, 1}};
+  const eb::protocol_options o{.warmup = 0, .runs = 1, .drop = 0};
+  for (const double bad : {0.0, -1.5, std::numeric_limits<double>::infinity()}) {
+    const auto msg = message_of([&] {
+      (void)eb::measure_referenced(
+          t, [] {}, [] {}, [] {}, o, bad);
+    });
+    CHECK(msg.find("reference_ms") != std::string::npos);
+    CHECK(msg.find("positive") != std::string::npos);
+  }
+  const auto msg = message_of([&] {
+    (void)eb::measure_referenced(
+        t, [] {}, [] {}, [] {}, o, -1.5);
+  });
+  CHECK(msg.find("-1.5") != std::string::npos);
 }
 
 TEST_CASE("protocol options: bad values name the field") {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -232,6 +233,78 @@ TEST_CASE("collect compute: JSON lines, resumable") {
   CHECK(record_ids(out) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
 }
 
+TEST_CASE("collect compute --reference: every record scaled to one reference time, recorded") {
+  const auto out = scratch() / "compute-reference.jsonl";
+  fs::remove(out);
+  auto r = run("collect compute --samples 2 --reference-ms 2.5" + quick_collect + out.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::ifstream in(out);
+  std::string line;
+  std::size_t records = 0;
+  while (std::getline(in, line)) {
+    const auto rec = nlohmann::json::parse(line);
+    CHECK(rec["meter"] == "cpu");
+    CHECK(rec["reference_ms"].get<double>() == 2.5);
+    CHECK(rec["total_ms"].get<double>() > 0.0);
+    ++records;
+  }
+  CHECK(records == 2);
+  // --reference alone: measured once, said on stderr, the same in every record.
+  const auto calibrated = scratch() / "compute-calibrated.jsonl";
+  fs::remove(calibrated);
+  r =
+      run("collect compute --samples 2 --reference --batch-size 32 --max-weight-mib 8 --warmup 1 "
+          "--runs 3 --drop 1 --out " +
+          calibrated.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("drift reference") != std::string::npos);
+  std::ifstream in2(calibrated);
+  std::vector<double> ms;
+  while (std::getline(in2, line))
+    ms.push_back(nlohmann::json::parse(line)["reference_ms"].get<double>());
+  REQUIRE(ms.size() == 2);
+  CHECK(ms[0] > 0.0);
+  CHECK(ms[1] == ms[0]);
+}
+
+TEST_CASE("plan --meter measured --reference-ms: the plan measured on the scaled meter") {
+  const auto task = scratch() / "reference-plan-task.json";
+  write(task, R"({"name": "two-devices", "batch_size": 256,
+                  "tables": [{"name": "a", "rows": 2000, "dim": 16, "pooling_factor": 4},
+                             {"name": "b", "rows": 3000, "dim": 32, "pooling_factor": 2}],
+                  "cluster": {"count": 2, "device": {"memory_gib": 1}}})");
+  const auto r = run("plan --task " + task.string() +
+                     " --planner lookup_greedy --meter measured --reference-ms 1.5");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("drift reference") != std::string::npos);
+  CHECK(r.out.find("takes 1.500 ms") != std::string::npos);
+  CHECK(r.out.find("cost (max over devices)") != std::string::npos);
+}
+
+TEST_CASE("--reference: bad input names the flag or field and the value") {
+  auto r = run("collect comm --reference --samples 1 --out " + (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("collect.reference") != std::string::npos);
+  CHECK(r.err.find("true") != std::string::npos);
+  r = run("collect compute --reference-ms -1 --samples 1 --out " +
+          (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("collect.reference_ms") != std::string::npos);
+  CHECK(r.err.find("-1") != std::string::npos);
+  r = run("compare --count 1 --meter analytic --reference");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("--meter") != std::string::npos);
+  CHECK(r.err.find("analytic") != std::string::npos);
+  r = run("compare --count 1 --meter measured --reference-ms -2");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--reference-ms") != std::string::npos);
+  CHECK(r.err.find("-2") != std::string::npos);
+}
+
 TEST_CASE("collect comm without MPI ranks: analytic meter, per-device costs") {
   const auto out = scratch() / "comm.jsonl";
   fs::remove(out);
@@ -267,17 +340,30 @@ TEST_CASE("collect and observe: bad input names the field and value") {
   CHECK(r.err.find("observe.repeats") != std::string::npos);
 }
 
-TEST_CASE("observe --repeatability: the CV of repeated measurements under four configurations") {
+TEST_CASE("observe --repeatability: the CV of repeated measurements under six configurations") {
   const auto r =
       run("observe --repeatability --repeats 2 --batch-size 32 --warmup 0 --runs 3 --drop 1");
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("2 measurements per configuration") != std::string::npos);
-  for (const char* row : {"wall clock, protocol", "thread CPU, protocol", "wall clock, median of 3",
-                          "thread CPU, median of 3"})
+  for (const char* row :
+       {"wall clock, protocol", "thread CPU, protocol", "wall clock, median of 3",
+        "thread CPU, median of 3", "wall clock, drift reference", "thread CPU, drift reference"})
     CHECK(r.out.find(row) != std::string::npos);
   CHECK(r.out.find("CV between %") != std::string::npos);
+  CHECK(r.out.find("(measured by the meter at its start)") != std::string::npos);
   CHECK(r.out.find("(1)") == std::string::npos);  // only the repeatability, not the observations
+  const auto given =
+      run("observe --repeatability --repeats 2 --batch-size 32 --warmup 0 --runs 3 --drop 1 "
+          "--reference-ms 4.25");
+  INFO(given.err);
+  REQUIRE(given.code == 0);
+  CHECK(given.out.find("wall clock, drift reference: scaled to a reference time of 4.250 ms "
+                       "(given)") != std::string::npos);
+  const auto bad = run("observe --repeatability --reference-ms -1");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("meter.reference_ms") != std::string::npos);
+  CHECK(bad.err.find("-1") != std::string::npos);
 }
 
 #if defined(EMBPLAN_MPIEXEC)
@@ -325,6 +411,18 @@ TEST_CASE(
     CHECK(by_id[j["id"].get<std::int64_t>()]["tables"] == j["tables"]);
     CHECK(by_id[j["id"].get<std::int64_t>()]["dims"] == j["dims"]);
   }
+  // --reference: rank 0 measures the reference once; both ranks scale to it.
+  const auto referenced = scratch() / "mpi-compute-reference.jsonl";
+  fs::remove(referenced);
+  r = run_mpi(2, "collect compute --samples 4 --reference" + quick_collect + referenced.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::ifstream rf(referenced);
+  std::set<double> reference_ms;
+  for (std::string line; std::getline(rf, line);)
+    reference_ms.insert(nlohmann::json::parse(line)["reference_ms"].get<double>());
+  REQUIRE(reference_ms.size() == 1);
+  CHECK(*reference_ms.begin() > 0.0);
 
   const auto comm = scratch() / "mpi-comm.jsonl";
   fs::remove(comm);

@@ -337,6 +337,11 @@ TEST_SUITE("host") {
     o.repeats = 0;
     const std::string repeats = message_of([&] { embplan::bench::cuda_shard_meter meter(o); });
     CHECK(repeats.find("meter.repeats") != std::string::npos);
+    o.repeats = 1;
+    o.reference = true;
+    const std::string reference = message_of([&] { embplan::bench::cuda_shard_meter meter(o); });
+    CHECK(reference.find("meter.reference") != std::string::npos);
+    CHECK(reference.find("true") != std::string::npos);
     embplan::bench::cuda_shard_meter meter({.batch_size = 64});
     embplan::table_spec t;
     t.name = "t";

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,6 +64,18 @@ struct meter_options {
   // AutoShard's trimmed mean; 1 = the plain protocol). Costs `repeats` times
   // the time; damps a measurement that a burst of other work hit as a whole.
   int repeats = 1;
+  // Drift reference (off by default: AutoShard's plain protocol). On: every
+  // timed run is paired with a run (forward + backward) of reference_shard(),
+  // and each time is scaled by reference_ms / that run's time
+  // (bench/protocol.hpp, measure_referenced), so a shared machine's slow and
+  // fast spells, which move both, cancel. Times are then milliseconds of the
+  // machine in the state where the reference takes `reference_ms`; 0 = the
+  // meter measures that itself before its first measurement (the median of 5
+  // protocol means of the reference alone), which ties the scale to the
+  // state at that moment: give the same value to every meter (every MPI rank,
+  // every resumed run) whose figures must share one scale.
+  bool reference = false;
+  double reference_ms = 0.0;
 };
 
 inline void validate(const meter_options& o) {
@@ -71,7 +84,25 @@ inline void validate(const meter_options& o) {
     embplan::detail::fail("meter.max_weight_bytes", o.max_weight_bytes, "at least 1 MiB");
   }
   if (o.repeats < 1) embplan::detail::fail("meter.repeats", o.repeats, "a count >= 1");
+  if (!(o.reference_ms >= 0.0) || !std::isfinite(o.reference_ms)) {
+    embplan::detail::fail("meter.reference_ms", o.reference_ms,
+                          "a finite time >= 0 (0: measured by the meter)");
+  }
   validate(o.protocol);
+}
+
+// The drift reference of meter_options::reference: one fp32 table of 2^20 rows
+// and dim 32 (128 MiB, beyond a last-level cache), 16 lookups per bag, every
+// index used once per batch (reuse bin 0): memory-bound gathers and scatters,
+// like the shards it is paired with.
+inline std::vector<table_spec> reference_shard() {
+  table_spec t;
+  t.name = "meter_reference";
+  t.rows = std::int64_t{1} << 20;
+  t.dim = 32;
+  t.pooling_factor = 16.0;
+  t.reuse_hist[0] = 1.0;
+  return {t};
 }
 
 struct shard_measurement {
@@ -151,20 +182,27 @@ inline prepared_shard prepare_shard(std::span<const table_spec> tables, const me
   return p;
 }
 
-// The protocol `repeats` times on the same inputs; the measurement whose mean
-// is the median (meter_options::repeats).
-template <class Timer, class Run, class Before>
-measurement median_of_repeats(Timer& timer, Run&& run, Before&& before,
-                              const protocol_options& protocol, int repeats) {
+// `one()` (a measurement) `repeats` times; the measurement whose mean is the
+// median (meter_options::repeats).
+template <class One>
+measurement median_measurement(int repeats, One&& one) {
   std::vector<measurement> all;
   all.reserve(static_cast<std::size_t>(repeats));
   for (int r = 0; r < repeats; ++r)
-    all.push_back(embplan::bench::measure(timer, run, before, protocol));
+    all.push_back(one());
   const auto middle = all.begin() + static_cast<std::ptrdiff_t>(all.size() / 2);
   std::nth_element(all.begin(), middle, all.end(), [](const measurement& x, const measurement& y) {
     return x.mean_ms < y.mean_ms;
   });
   return std::move(*middle);
+}
+
+// The protocol `repeats` times on the same inputs; the median measurement.
+template <class Timer, class Run, class Before>
+measurement median_of_repeats(Timer& timer, Run&& run, Before&& before,
+                              const protocol_options& protocol, int repeats) {
+  return median_measurement(repeats,
+                            [&] { return embplan::bench::measure(timer, run, before, protocol); });
 }
 
 // Forward, backward (if o.separate) and both together, each under `protocol`,
@@ -208,10 +246,79 @@ class shard_meter {
   }
   shard_measurement measure(std::span<const table_spec> tables, std::uint64_t seed) {
     const auto p = detail::prepare_shard(tables, options_, seed, "CPU meter", 1);
+    if (options_.reference) prepare_reference();
     return p.fp16 ? run(p.layout, p.trace, weights_half_) : run(p.layout, p.trace, weights_float_);
   }
 
+  // With meter_options::reference, the time of the reference shard the meter
+  // scales to: the option's value or, when that is 0, the reference measured
+  // by itself (the median of 5 protocol means) the first time this or
+  // measure() is called. 0 with the reference off.
+  double reference_ms() {
+    if (!options_.reference) return 0.0;
+    prepare_reference();
+    return reference_->ms;
+  }
+
  private:
+  // The drift reference's shard and buffers, its own (its backward updates
+  // its weights).
+  struct reference_state {
+    detail::prepared_shard shard;
+    kernel::cache_aligned_vector<float> weights;
+    std::vector<float> output;
+    std::vector<float> grad;
+    kernel::backward_workspace workspace;
+    double ms = 0.0;
+  };
+
+  void prepare_reference() {
+    if (reference_) return;
+    const meter_options& o = options_;
+    auto r = std::make_unique<reference_state>();
+    r->shard = detail::prepare_shard(reference_shard(), o, reference_seed, "CPU meter", 1);
+    r->weights.assign(static_cast<std::size_t>(r->shard.layout.total_weights()), 0.0f);
+    const auto out_size =
+        static_cast<std::size_t>(r->shard.trace.batch_size * r->shard.layout.total_dim());
+    r->output.assign(out_size, 0.0f);
+    r->grad.assign(out_size, 1e-3f);
+    r->ms = o.reference_ms;
+    reference_ = std::move(r);
+    if (reference_->ms == 0.0) {
+      // Calibration: the reference alone, the median of 5 protocol means.
+      const auto before = [&] {
+        if (o.protocol.flush) flush_();
+      };
+      const auto run_reference = [&] { reference_run(); };
+      const auto one = [&] {
+        if (o.clock == meter_clock::thread_cpu) {
+          thread_cpu_timer timer;
+          return embplan::bench::measure(timer, run_reference, before, o.protocol);
+        }
+        steady_timer timer;
+        return embplan::bench::measure(timer, run_reference, before, o.protocol);
+      };
+      reference_->ms = detail::median_measurement(5, one).mean_ms;
+      // A clock that cannot see the reference cannot scale by it.
+      if (!(reference_->ms > 0.0)) reference_->ms = 1.0;
+    }
+  }
+
+  // One forward + backward of the reference shard.
+  void reference_run() {
+    reference_state& r = *reference_;
+    const kernel::tbe_batch_view batch{.batch_size = r.shard.trace.batch_size,
+                                       .indices = r.shard.trace.indices,
+                                       .offsets = r.shard.trace.offsets};
+    kernel::detail::forward_unchecked<float>(r.shard.layout, r.weights, batch, options_.pooling,
+                                             r.output);
+    kernel::detail::backward_sgd_unchecked<float>(r.shard.layout, r.weights, batch,
+                                                  options_.pooling, r.grad, options_.learning_rate,
+                                                  r.workspace);
+  }
+
+  static constexpr std::uint64_t reference_seed = 0x5eed'0f'4ef;
+
   template <class Weight>
   shard_measurement run(const kernel::tbe_layout& layout, const data::tbe_trace& trace,
                         kernel::cache_aligned_vector<Weight>& weights) {
@@ -235,13 +342,22 @@ class shard_meter {
     const auto before = [&] {
       if (o.protocol.flush) flush_();
     };
+    const auto timed = [&](auto& timer, auto&& operation) {
+      if (!o.reference) {
+        return detail::median_of_repeats(timer, operation, before, o.protocol, o.repeats);
+      }
+      const auto reference = [&] { reference_run(); };
+      return detail::median_measurement(o.repeats, [&] {
+        return measure_referenced(timer, operation, reference, before, o.protocol, reference_->ms);
+      });
+    };
     const auto protocol = [&](auto&& operation) {
       if (o.clock == meter_clock::thread_cpu) {
         thread_cpu_timer timer;
-        return detail::median_of_repeats(timer, operation, before, o.protocol, o.repeats);
+        return timed(timer, operation);
       }
       steady_timer timer;
-      return detail::median_of_repeats(timer, operation, before, o.protocol, o.repeats);
+      return timed(timer, operation);
     };
     return detail::measure_parts(o, protocol, forward, backward, layout, trace, sizeof(Weight));
   }
@@ -253,12 +369,22 @@ class shard_meter {
   std::vector<float> output_;
   std::vector<float> grad_;
   kernel::backward_workspace workspace_;
+  std::unique_ptr<reference_state> reference_;
 };
 
 // One measurement with a meter of its own.
 inline shard_measurement measure_shard(std::span<const table_spec> tables,
                                        const meter_options& o = {}) {
   return shard_meter(o).measure(tables);
+}
+
+// The reference shard's time now, under `o`'s protocol and clock (the median
+// of 5 protocol means): a value for meter_options::reference_ms that every
+// meter of a run then shares.
+inline double calibrate_reference(meter_options o) {
+  o.reference = true;
+  o.reference_ms = 0.0;
+  return shard_meter(o).reference_ms();
 }
 
 // The measured meter as a cost model: compute is measured on this CPU (times
@@ -273,6 +399,12 @@ struct cpu_meter_cost {
 
   compute_cost compute(const task& t, std::span<const shard> group, std::size_t /*device*/) const {
     if (group.empty()) return {};
+    if (options.reference && options.reference_ms == 0.0) {
+      // Every device must be scaled to one reference time, not its own.
+      embplan::detail::fail("meter.reference_ms", options.reference_ms,
+                            "a time > 0 when cpu_meter_cost uses the drift reference "
+                            "(bench::calibrate_reference gives one)");
+    }
     std::vector<table_spec> specs;
     specs.reserve(group.size());
     for (const auto& s : group)

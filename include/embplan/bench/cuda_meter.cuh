@@ -15,7 +15,8 @@
 //  - the cache flush writes four times the device's L2 before every run,
 //    outside the timed events (the buffer is allocated at the first
 //    measurement, so bad tables are reported before any CUDA call);
-//  - meter_options::clock is not used: CUDA events time the device.
+//  - meter_options::clock is not used: CUDA events time the device;
+//  - meter_options::reference (the CPU meter's drift reference) is refused.
 // Weights are zeros on the device (the values do not change the time).
 #include <cuda_runtime.h>
 
@@ -50,6 +51,11 @@ class cuda_shard_meter {
   // Checks the options; the first CUDA call is in the first measure().
   explicit cuda_shard_meter(const meter_options& o = cuda_meter_defaults()) : options_(o) {
     validate(options_);
+    if (options_.reference) {
+      embplan::detail::fail("meter.reference", true,
+                            "false: the GPU meter has no drift reference (CUDA events on a "
+                            "device of its own repeat within 0.1 %)");
+    }
   }
 
   const meter_options& options() const noexcept { return options_; }

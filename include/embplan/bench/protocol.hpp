@@ -160,6 +160,17 @@ class cache_flusher {
   unsigned char round_ = 0;
 };
 
+namespace detail {
+// One run after `before_each`, timed: its milliseconds.
+template <class Timer, class Run, class Before>
+double timed_run(Timer& t, Run& run, Before& before_each) {
+  before_each();
+  t.start();
+  run();
+  return t.stop_ms();
+}
+}  // namespace detail
+
 // Runs `run` under the protocol. `before_each` runs untimed before every run
 // (warm-up included): the cache flush, plus whatever restores the operator's
 // inputs (e.g. weights a backward pass updated). `timer` times one run; for
@@ -173,11 +184,39 @@ measurement measure(Timer& t, Run&& run, Before&& before_each, const protocol_op
   }
   std::vector<double> samples;
   samples.reserve(static_cast<std::size_t>(o.runs));
-  for (int i = 0; i < o.runs; ++i) {
+  for (int i = 0; i < o.runs; ++i)
+    samples.push_back(detail::timed_run(t, run, before_each));
+  return trimmed(std::move(samples), o.drop);
+}
+
+// measure() with a drift reference: every run of `run` (warm-ups included) is
+// paired with a run of `reference`, a fixed operator, right before it, each
+// after its own `before_each`. A sample is the run's time scaled by
+// reference_ms / the reference's time in its pair, so a machine that turns
+// slower or faster for seconds at a time (a shared host's memory bandwidth,
+// the clock it grants) moves both times of a pair and cancels in the ratio.
+// reference_ms is what the reference takes in the state the results are to be
+// expressed in. The K highest and lowest samples are dropped as in measure().
+template <timer Timer, class Run, class Reference, class Before>
+measurement measure_referenced(Timer& t, Run&& run, Reference&& reference, Before&& before_each,
+                               const protocol_options& o, double reference_ms) {
+  validate(o);
+  if (!(reference_ms > 0.0) || !std::isfinite(reference_ms)) {
+    embplan::detail::fail("reference_ms", reference_ms, "a positive, finite time");
+  }
+  for (int i = 0; i < o.warmup; ++i) {
     before_each();
-    t.start();
+    reference();
+    before_each();
     run();
-    samples.push_back(t.stop_ms());
+  }
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(o.runs));
+  for (int i = 0; i < o.runs; ++i) {
+    const double reference_now = detail::timed_run(t, reference, before_each);
+    const double ms = detail::timed_run(t, run, before_each);
+    // A clock too coarse to see the reference leaves the sample unscaled.
+    samples.push_back(reference_now > 0.0 ? ms * (reference_ms / reference_now) : ms);
   }
   return trimmed(std::move(samples), o.drop);
 }
