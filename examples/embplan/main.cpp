@@ -202,13 +202,6 @@ std::pair<embplan_cli::any_meter, std::string> meter_of(const std::string& name,
 int run_plan(const plan_args& a) {
   embplan_cli::check_meter(a.meter);
   const auto pm = embplan_cli::load_planning_model(a.model);
-#if defined(EMBPLAN_WITH_MPI)
-  if (a.meter == "measured" && (a.reference.on || a.reference.ms > 0.0) &&
-      embplan_cli::world().size() > 1) {
-    embplan::detail::fail("--reference", true,
-                          "off under mpirun (the MPI plan meter has no drift reference)");
-  }
-#endif
   const auto [meter, text] = meter_of(a.meter, pm, a.reference);
   if (pm.compute) return run_plan_with(a, meter, text, *pm.compute, pm.text);
   return run_plan_with(a, meter, text, embplan::analytic_cost{}, pm.text);
@@ -236,6 +229,10 @@ int run_plan_with(const plan_args& a, const embplan_cli::any_meter& meter,
 #if defined(EMBPLAN_WITH_MPI)
   const embplan_cli::world w;
   if (a.meter == "measured" && w.size() > 1) {
+    if (a.reference.on || a.reference.ms > 0.0) {
+      embplan::detail::fail("--reference", true,
+                            "off under mpirun (the MPI plan meter has no drift reference)");
+    }
     cost = embplan::bench::mpi::measure_plan(MPI_COMM_WORLD, t, result.placement);
     used_meter_text = measured_mpi_meter_text;
     if (w.rank() != 0) return 0;

@@ -466,6 +466,11 @@ TEST_CASE("plan --meter measured under mpirun -np 2: a real all-to-all, rank 0 r
   write(task, R"({"name": "three-devices", "batch_size": 256,
                   "tables": [{"name": "a", "rows": 2000, "dim": 16, "pooling_factor": 4}],
                   "cluster": {"count": 3, "device": {"memory_gib": 1}}})");
+  r = run_mpi(2, "plan --task " + task.string() +
+                     " --planner lookup_greedy --meter measured --reference-ms 1");
+  CHECK(r.code != 0);  // the MPI plan meter has no drift reference
+  CHECK(r.err.find("--reference") != std::string::npos);
+  CHECK(r.err.find("mpirun") != std::string::npos);
   r = run_mpi(2, "plan --task " + task.string() + " --planner lookup_greedy --meter measured");
   CHECK(r.code != 0);  // every rank exits 2; mpirun passes on a failure
   CHECK(r.err.find("measure_plan.ranks") != std::string::npos);
