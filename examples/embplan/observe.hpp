@@ -58,7 +58,7 @@ inline embplan::table_spec synthetic_table(std::int64_t rows, std::int32_t dim, 
 // `repeats` times under six meter configurations — wall clock or the thread's
 // CPU time; the plain protocol, the median of 3 protocol means, or the
 // protocol with the drift reference (meter_options::reference) — taken in
-// turn (measurement r of every configuration before r + 1), so that all four
+// turn (measurement r of every configuration before r + 1), so that all six
 // see the same machine. Prints, per configuration, the coefficient of
 // variation between the measurements (the meter's repeatability) and the mean
 // CV of the runs within one measurement.
