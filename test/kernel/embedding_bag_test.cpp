@@ -241,6 +241,41 @@ TEST_CASE_TEMPLATE("forward: equals a double reference on mixed dims, every path
   }
 }
 
+TEST_CASE("forward prefetch distance: about 8 KiB of rows ahead, 16 to 256 lookups") {
+  using k::detail::forward_prefetch_distance;
+  static_assert(forward_prefetch_distance(16) == 256);   // fp32 dim 4: capped
+  static_assert(forward_prefetch_distance(32) == 256);   // fp16 dim 16
+  static_assert(forward_prefetch_distance(64) == 128);   // fp32 dim 16
+  static_assert(forward_prefetch_distance(256) == 32);   // fp32 dim 64, fp16 dim 128
+  static_assert(forward_prefetch_distance(512) == 16);   // fp32 dim 128
+  static_assert(forward_prefetch_distance(4096) == 16);  // never below FBGEMM's 16
+  CHECK(forward_prefetch_distance(0) == 256);
+}
+
+// Tables with more lookups than the prefetch distance, so the vector paths
+// prefetch rows far ahead as well as clamp at the table's end (the test above
+// has ~30 lookups per table: always clamped). Under ASan, a read past the
+// table's indices would fail here.
+TEST_CASE_TEMPLATE("forward: long index streams, far prefetch, every path", Weight, float,
+                   k::half) {
+  const std::vector<std::int64_t> rows{5000, 300};
+  const std::vector<std::int32_t> dims{4, 128};
+  const auto layout = k::make_tbe_layout(rows, dims);
+  const auto w = random_weights<Weight>(layout, 3);
+  const owned_batch batch = random_batch(layout, 64, 40, false, 4);
+  REQUIRE(batch.offsets[64] > 2 * k::detail::forward_prefetch_distance(4 * sizeof(Weight)));
+  std::vector<double> magnitude;
+  const auto ref = reference_forward(layout, w, batch, k::pooling_mode::sum, magnitude);
+  for (const k::isa which : k::supported_isas()) {
+    CAPTURE(k::isa_name(which));
+    std::vector<float> out(ref.size(), std::numeric_limits<float>::quiet_NaN());
+    k::embedding_bag_forward(layout, std::span<const Weight>(w), batch.view(), k::pooling_mode::sum,
+                             std::span<float>(out), which);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      REQUIRE(std::abs(double(out[i]) - ref[i]) <= 1e-6 * magnitude[i] + 1e-7);
+  }
+}
+
 TEST_CASE("forward: empty bags give zeros, empty batch gives nothing") {
   const std::vector<std::int64_t> rows{5, 5};
   const std::vector<std::int32_t> dims{20, 3};

@@ -13,6 +13,7 @@ namespace embplan::kernel::detail::scalar {
 template <class Weight>
 void forward_table(const forward_table_args<Weight>& a) {
   const std::int64_t row_bytes = a.dim * static_cast<std::int64_t>(sizeof(Weight));
+  const std::int64_t distance = forward_prefetch_distance(row_bytes);
   const std::int64_t table_end = a.offsets[a.batch_size];
   for (std::int64_t b = 0; b < a.batch_size; ++b) {
     const std::int64_t begin = a.offsets[b];
@@ -21,8 +22,8 @@ void forward_table(const forward_table_args<Weight>& a) {
     for (std::int64_t d = 0; d < a.dim; ++d)
       out[d] = 0.0f;
     for (std::int64_t i = begin; i < end; ++i) {
-      if (i + prefetch_lookups < table_end) {
-        prefetch_bytes(a.weights + index::weight_offset(0, a.indices[i + prefetch_lookups], a.dim),
+      if (i + distance < table_end) {
+        prefetch_bytes(a.weights + index::weight_offset(0, a.indices[i + distance], a.dim),
                        row_bytes);
       }
       const Weight* row = a.weights + index::weight_offset(0, a.indices[i], a.dim);
