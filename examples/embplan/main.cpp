@@ -564,6 +564,13 @@ int main(int argc, char** argv) {
   observe->add_option("--reference-ms", ob.reference_ms,
                       "--repeatability: the drift-reference rows' reference time (default: "
                       "each meter measures it at its start)");
+  observe->add_flag("--separate", ob.separate,
+                    "(1): also time forward and backward alone, and compare each fused with "
+                    "its sum (three times the measuring)");
+  observe
+      ->add_option("--max-weight-mib", ob.max_weight_mib,
+                   "largest shard materialised, MiB (rows scaled down to fit)")
+      ->capture_default_str();
 
   embplan_cli::train_args tr;
   auto* train = app.add_subcommand(

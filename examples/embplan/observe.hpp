@@ -37,6 +37,8 @@ struct observe_args {
   int drop = 2;
   bool repeatability = false;  // only (0), under each meter configuration
   double reference_ms = 0.0;   // the drift-reference rows' scale (0: each meter measures it)
+  bool separate = false;       // CPU: also time forward and backward alone ((1) splits by part)
+  std::int64_t max_weight_mib = 1536;  // CPU: largest shard materialised (10M x 32 fp32 fits)
 };
 
 namespace detail {
@@ -329,8 +331,11 @@ inline int run_observe(const observe_args& a) {
   if (a.repeats < 2) embplan::detail::fail("observe.repeats", a.repeats, "a count >= 2");
   if (a.repeatability) return run_repeatability(a);
   validate(a);
-  // 1.5 GiB: 10M x 32 fp32 fits
-  embplan::bench::shard_meter meter(observe_meter_options(a, std::uint64_t{3} << 29));
+  if (a.max_weight_mib < 1) {
+    embplan::detail::fail("observe.max_weight_mib", a.max_weight_mib, "at least 1");
+  }
+  embplan::bench::shard_meter meter(
+      observe_meter_options(a, static_cast<std::uint64_t>(a.max_weight_mib) << 20, a.separate));
   return run_observations(a, meter, "CPU meter");
 }
 

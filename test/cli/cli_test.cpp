@@ -338,6 +338,28 @@ TEST_CASE("collect and observe: bad input names the field and value") {
   r = run("observe --repeatability --repeats 1");
   CHECK(r.code == 2);
   CHECK(r.err.find("observe.repeats") != std::string::npos);
+  r = run("observe --max-weight-mib 0");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("observe.max_weight_mib") != std::string::npos);
+  CHECK(r.err.find("0") != std::string::npos);
+}
+
+TEST_CASE("observe: the four observations on small shards; --separate splits (1) by part") {
+  const std::string small =
+      "observe --sets 2 --tables-per-set 2 --halves 1 --repeats 2 --batch-size 16 --warmup 0 "
+      "--runs 3 --drop 1 --max-weight-mib 4";
+  const auto plain = run(small);
+  INFO(plain.err);
+  REQUIRE(plain.code == 0);
+  for (const char* part : {"(0) repeatability", "(1) multi-table cost", "fused < sum in",
+                           "(2) column halves", "(3) growth", "occurrences per unique index"})
+    CHECK(plain.out.find(part) != std::string::npos);
+  CHECK(plain.out.find("forward only:") == std::string::npos);
+  const auto split = run(small + " --separate");
+  INFO(split.err);
+  REQUIRE(split.code == 0);
+  CHECK(split.out.find("    forward only: mean ") != std::string::npos);
+  CHECK(split.out.find("    backward only: mean ") != std::string::npos);
 }
 
 TEST_CASE("observe --repeatability: the CV of repeated measurements under six configurations") {
