@@ -4,7 +4,7 @@
 # prefetch instruction. GCC 12 once deleted the forward's prefetch from every
 # instantiation without a warning (see prefetch_bytes in
 # include/embplan/kernel/detail/embedding_bag_common.hpp); the results stay
-# right without it, only 1.2-2.5x slower, so no other test would notice.
+# right without it, only slower, so no other test would notice.
 #
 #   prefetch_emitted.sh OBJDUMP BINARY
 set -euo pipefail
