@@ -74,18 +74,19 @@ EMBPLAN_AVX512_INLINE void store_part(T* p, int v, __m512 x, __mmask16 tail) {
 }
 
 // One bag, columns [col, col + NV * width) of the table: sum its rows in
-// lookup order. When prefetch_end > 0, the row forward_prefetch_distance
-// lookups ahead (at most the one at prefetch_end - 1) is prefetched whole.
+// lookup order. When prefetch_end > 0, the row `distance` lookups ahead
+// (forward_prefetch_distance; at most the one at prefetch_end - 1) is
+// prefetched whole.
 template <int NV, bool Masked, bool Weighted, class Weight>
 EMBPLAN_AVX512_INLINE void bag_chunk(const forward_table_args<Weight>& a, std::int64_t begin,
                                      std::int64_t end, std::int64_t col, __mmask16 tail,
-                                     std::int64_t prefetch_end, float scale, float* out) {
+                                     std::int64_t prefetch_end, std::int64_t distance, float scale,
+                                     float* out) {
   __m512 acc[NV];
   EMBPLAN_UNROLL_VECTORS
   for (int v = 0; v < NV; ++v)
     acc[v] = _mm512_setzero_ps();
   const std::int64_t row_bytes = a.dim * static_cast<std::int64_t>(sizeof(Weight));
-  const std::int64_t distance = forward_prefetch_distance(row_bytes);
   for (std::int64_t i = begin; i < end; ++i) {
     // Clamped rather than tested: near the table's end the last row is
     // prefetched again, which costs nothing and keeps the loop branch-free.
@@ -115,6 +116,9 @@ template <int TailNV, bool TailMasked, bool Weighted, class Weight>
 EMBPLAN_AVX512_TARGET void forward_bags(const forward_table_args<Weight>& a,
                                         std::int64_t full_chunks, __mmask16 tail) {
   const std::int64_t table_end = a.offsets[a.batch_size];
+  // Once per table: the distance divides by the row size.
+  const std::int64_t distance =
+      forward_prefetch_distance(a.dim * static_cast<std::int64_t>(sizeof(Weight)));
   for (std::int64_t b = 0; b < a.batch_size; ++b) {
     const std::int64_t begin = a.offsets[b];
     const std::int64_t end = a.offsets[b + 1];
@@ -122,11 +126,12 @@ EMBPLAN_AVX512_TARGET void forward_bags(const forward_table_args<Weight>& a,
     float* out = a.output + index::output_offset(b, a.total_dim, a.d_offset);
     for (std::int64_t c = 0; c < full_chunks; ++c) {
       bag_chunk<chunk_vectors, false, Weighted>(a, begin, end, c * chunk_vectors * width, tail,
-                                                c == 0 ? table_end : 0, scale, out);
+                                                c == 0 ? table_end : 0, distance, scale, out);
     }
     if constexpr (TailNV > 0) {
       bag_chunk<TailNV, TailMasked, Weighted>(a, begin, end, full_chunks * chunk_vectors * width,
-                                              tail, full_chunks == 0 ? table_end : 0, scale, out);
+                                              tail, full_chunks == 0 ? table_end : 0, distance,
+                                              scale, out);
     }
   }
 }
