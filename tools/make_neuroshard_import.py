@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Golden files for importing a raw NeuroShard ComputeCostNet checkpoint
-(embplan::cost::import_neuroshard, include/embplan/cost/import_neuroshard.hpp).
+"""Golden files for importing raw NeuroShard cost-model checkpoints
+(embplan::cost::import_neuroshard / import_neuroshard_comm,
+include/embplan/cost/import_neuroshard.hpp).
 
     /usr/bin/python3 tools/make_neuroshard_import.py [--out test/cost/golden]
 
-Writes two files:
+Writes five files. For ComputeCostNet:
   neuroshard_state_dict.safetensors   ONLY the state_dict of a small random
       ComputeCostNet (20 table features as NeuroShard reads them, t_hidden
       20-128-32, c_hidden 32-64-1), as tools/export_state_dict.py exports it:
@@ -19,6 +20,21 @@ Writes two files:
 The features are built the way NeuroShard builds them (utils.dict2tensor):
 each table's config dict {row, pooling_factor, bin_0..bin_16, dim} read in
 sorted-key order, so bin_10 comes before bin_2.
+
+For the two CommCostNets of 4 devices (MLP 128-64-32-16, one output per
+device), with inputs built as NeuroShard's simulator builds them (backward:
+per-device dim sums; forward: dim sums, then sleep times = start minus the
+earliest start):
+  neuroshard_comm_forward.safetensors   CommCostModel.save()'s dict for the
+      forward net, exported as export_state_dict does: hidden.{0..4}.*,
+      feature_means [8], feature_stds [8], metadata ndevices / num_features /
+      mlp_sizes (JSON text).
+  neuroshard_comm_backward.safetensors  ONLY the backward net's state_dict.
+  neuroshard_comm_golden.safetensors    dims [S, 4], sleep [S, 4],
+      backward.feature_means [4], backward.feature_stds [4] (mean and std +
+      1e-6 over the S samples, as CommCostModel.train computes them),
+      forward_output [S, 4], backward_output [S, 4] (the networks' raw
+      per-device costs, not clamped).
 CPU, float32, one thread, fixed seed: a rerun on the same PyTorch gives the
 same bytes.
 """
@@ -32,10 +48,13 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_state_dict import checkpoint_to_tensors  # noqa: E402
-from make_golden import ComputeCostNet, common_metadata, reset, write  # noqa: E402
+from make_golden import CommCostNet, ComputeCostNet, common_metadata, reset, write  # noqa: E402
 
 TABLES = 24
 LENGTHS = [7, 1, 4, 12]  # tables of each of 4 devices
+DEVICES = 4
+COMM_SIZES = [128, 64, 32, 16]  # NeuroShard's CommCostModel default
+COMM_SAMPLES = 32
 
 
 def table_configs(gen):
@@ -102,6 +121,56 @@ def main():
     metadata["generator"] = "tools/make_neuroshard_import.py"
     metadata["feature_order"] = json.dumps(sorted(configs[0].keys()))
     write(args.out, "neuroshard_import_golden.safetensors", golden, metadata)
+    make_comm(args.out)
+
+
+def make_comm(out):
+    reset(12)
+    gen = torch.Generator().manual_seed(12)
+    forward = CommCostNet(2 * DEVICES, COMM_SIZES, DEVICES)
+    backward = CommCostNet(DEVICES, COMM_SIZES, DEVICES)
+    with torch.no_grad():  # costs of a few ms, as trained nets give; some may stay below 0
+        forward.hidden[-1].bias += 3.0
+        backward.hidden[-1].bias += 2.0
+    dims = torch.randint(4, 1025, (COMM_SAMPLES, DEVICES), generator=gen).float()
+    starts = torch.rand(COMM_SAMPLES, DEVICES, generator=gen) * 20.0
+    sleep = starts - starts.min(dim=1, keepdim=True).values
+    forward_x = torch.cat([dims, sleep], dim=1)
+    stats = {}
+    for name, x in [("forward", forward_x), ("backward", dims)]:
+        stats[name] = (x.mean(dim=0), x.std(dim=0) + 1e-6)
+    with torch.no_grad():
+        forward_output = forward((forward_x - stats["forward"][0]) / stats["forward"][1])
+        backward_output = backward((dims - stats["backward"][0]) / stats["backward"][1])
+
+    # The forward checkpoint as CommCostModel.save() writes it; the backward one bare.
+    saved = {
+        "state_dict": forward.state_dict(),
+        "feature_means": stats["forward"][0],
+        "feature_stds": stats["forward"][1],
+        "num_features": 2 * DEVICES,
+        "mlp_sizes": COMM_SIZES,
+        "ndevices": DEVICES,
+    }
+    tensors, meta, skipped = checkpoint_to_tensors(saved)
+    assert not skipped and meta["ndevices"] == str(DEVICES)
+    write(out, "neuroshard_comm_forward.safetensors", tensors, meta)
+    tensors, meta, skipped = checkpoint_to_tensors(backward.state_dict())
+    assert not meta and not skipped
+    write(out, "neuroshard_comm_backward.safetensors", tensors, {})
+
+    golden = {
+        "dims": dims,
+        "sleep": sleep,
+        "backward.feature_means": stats["backward"][0],
+        "backward.feature_stds": stats["backward"][1],
+        "forward_output": forward_output.detach().clone(),
+        "backward_output": backward_output.detach().clone(),
+    }
+    metadata = common_metadata("NeuroShard CommCostNet import: inputs, backward normalisation, "
+                               "raw per-device costs of neuroshard_comm_{forward,backward}")
+    metadata["generator"] = "tools/make_neuroshard_import.py"
+    write(out, "neuroshard_comm_golden.safetensors", golden, metadata)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,30 @@
 #pragma once
-// Import of a raw PyTorch checkpoint of NeuroShard's ComputeCostNet
-// (neuroshard/compute_cost_model.py) as a neural_cost: a safetensors file
-// holding only the state_dict — t_hidden.{k}.weight/bias, c_hidden.{k}.weight/bias
-// (tools/export_state_dict.py writes one from the .pt file) — and, when
-// exported from ComputeCostModel.save()'s dict, feature_means / feature_stds.
-// No embplan metadata: the caller says what the file cannot — the feature
-// normalisation (unless the file holds it), the meter and the batch size the
-// training data were measured at.
+// Import of raw PyTorch checkpoints of NeuroShard's cost models (MLSys'23
+// §3.2, App. C):
 //
-// The feature set is neuroshard20 (cost/features.hpp): NeuroShard's
-// table_configs keys in string order, no size feature. The layer sizes are
-// read from the tensor shapes; a file that is not that network (a missing or
-// extra tensor, a shape that breaks the chain, another input width) is
-// refused with the tensor named.
+// import_neuroshard: ComputeCostNet (neuroshard/compute_cost_model.py) as a
+// neural_cost. A safetensors file holding only the state_dict —
+// t_hidden.{k}.weight/bias, c_hidden.{k}.weight/bias (tools/export_state_dict.py
+// writes one from the .pt file) — and, when exported from
+// ComputeCostModel.save()'s dict, feature_means / feature_stds. The feature
+// set is neuroshard20 (cost/features.hpp): NeuroShard's table_configs keys in
+// string order, no size feature.
+//
+// import_neuroshard_comm: the forward and backward CommCostNet
+// (neuroshard/comm_cost_model.py; hidden.{k}.weight/bias, with or without
+// feature_means / feature_stds) as a neural_comm. NeuroShard's simulator feeds
+// the backward net the per-device dim sums and the forward net the dim sums
+// followed by the "sleep times" (compute + backward comm minus their
+// minimum): the same rows as neural_comm's (dim sums, start skews), so the
+// networks are used unchanged. The device count is read from the backward
+// net's input width.
+//
+// No embplan metadata in either: the caller says what the files cannot — the
+// feature normalisation (unless a file holds it), the meter and the batch size
+// the training data were measured at. The layer sizes are read from the
+// tensor shapes; a file that is not that network (a missing or extra tensor,
+// a shape that breaks the chain, another input width) is refused with the
+// tensor named.
 #include <Eigen/Core>
 
 #include <cstdint>
@@ -22,10 +34,13 @@
 #include <vector>
 
 #include "embplan/core/error.hpp"
+#include "embplan/cost/detail/metadata.hpp"
 #include "embplan/cost/features.hpp"
 #include "embplan/cost/neural.hpp"
+#include "embplan/cost/neural_comm.hpp"
 #include "embplan/io/safetensors.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
+#include "embplan/nn/paper_models.hpp"
 #include "embplan/nn/serialize.hpp"
 
 namespace embplan::cost {
@@ -41,6 +56,19 @@ struct neuroshard_import_options {
   std::string trained_on = "NeuroShard ComputeCostNet checkpoint";
 };
 
+struct neuroshard_comm_import_options {
+  // Each network's CommCostModel feature_means / feature_stds (forward: 2 x
+  // devices, backward: devices); leave a pair empty when its file holds them.
+  std::vector<float> forward_means;
+  std::vector<float> forward_stds;
+  std::vector<float> backward_means;
+  std::vector<float> backward_stds;
+  std::size_t devices = 0;        // 0: the backward net's input width; else checked against it
+  std::string meter = "unknown";  // what measured NeuroShard's all-to-alls
+  std::int64_t batch_size = 0;    // the global batch of those all-to-alls
+  std::string trained_on = "NeuroShard CommCostNet checkpoints";
+};
+
 namespace detail {
 
 inline std::string shape_of(const io::tensor& t) {
@@ -51,11 +79,13 @@ inline std::string shape_of(const io::tensor& t) {
 }
 
 // The sizes of ModuleList `prefix` ([in, out_0, out_1, ...]) from its
-// weights' shapes, checked to chain; `in` is the width the first must read.
+// weights' shapes, checked to chain; `in` is the width the first must read,
+// `network` names what the file should hold.
 inline std::vector<Eigen::Index> module_list_sizes(const io::safetensors_file& file,
                                                    const std::string& source,
                                                    const std::string& prefix, Eigen::Index in,
-                                                   const std::string& in_what) {
+                                                   const std::string& in_what,
+                                                   const std::string& network) {
   std::vector<Eigen::Index> sizes{in};
   for (std::size_t k = 0;; ++k) {
     const std::string name = prefix + "." + std::to_string(k) + ".weight";
@@ -71,9 +101,88 @@ inline std::vector<Eigen::Index> module_list_sizes(const io::safetensors_file& f
   }
   if (sizes.size() < 2) {
     embplan::detail::fail(source + ": tensors[\"" + prefix + ".0.weight\"]", "(missing)",
-                          "NeuroShard ComputeCostNet's " + prefix + " layers");
+                          network + "'s " + prefix + " layers");
   }
   return sizes;
+}
+
+// Puts the caller's feature statistics into `file` as feature_means /
+// feature_stds, or keeps the file's: exactly one of the two must have them.
+// `means_field` / `stds_field` name the caller's fields in messages; `count`
+// is the width they must have and `what` says why.
+inline void take_normalisation(io::safetensors_file& file, const std::string& source,
+                               const std::vector<float>& means, const std::vector<float>& stds,
+                               const std::string& means_field, const std::string& stds_field,
+                               Eigen::Index count, const std::string& what) {
+  const bool in_file = file.tensors.count("feature_means") + file.tensors.count("feature_stds") > 0;
+  const bool given = !means.empty() || !stds.empty();
+  if (in_file && given) {
+    embplan::detail::fail(means_field, source,
+                          "normalisation from the caller or from the file, not both (the file "
+                          "holds feature_means / feature_stds)");
+  }
+  if (in_file) return;  // the strict load checks their shapes
+  if (!given) {
+    embplan::detail::fail(means_field, "(empty)",
+                          "the feature means and standard deviations (" + std::to_string(count) +
+                              " each, " + what + "): " + source + " holds no normalisation");
+  }
+  for (const auto& [field, v] : {std::pair{&means_field, &means}, {&stds_field, &stds}}) {
+    if (static_cast<Eigen::Index>(v->size()) != count) {
+      embplan::detail::fail(*field + ".size", v->size(), std::to_string(count) + " (" + what + ")");
+    }
+  }
+  for (std::size_t i = 0; i < stds.size(); ++i) {
+    if (!(stds[i] > 0.0f)) {
+      embplan::detail::fail(stds_field + "[" + std::to_string(i) + "]", stds[i],
+                            "a positive standard deviation");
+    }
+  }
+  for (const auto& [name, v] : {std::pair{"feature_means", &means}, {"feature_stds", &stds}}) {
+    io::tensor t;
+    t.dtype = "F32";
+    t.shape = {static_cast<std::int64_t>(count)};
+    t.values.assign(v->begin(), v->end());
+    file.tensors.emplace(name, std::move(t));
+  }
+}
+
+inline void require_batch_size(const char* field, std::int64_t batch_size, const char* what) {
+  if (batch_size < 1) embplan::detail::fail(field, batch_size, what);
+}
+
+// One CommCostNet from `path`: `in` inputs, `out` outputs (one per device).
+inline nn::comm_cost_net import_comm_cost_net(const std::filesystem::path& path, Eigen::Index in,
+                                              Eigen::Index out, const std::vector<float>& means,
+                                              const std::vector<float>& stds,
+                                              const std::string& field,
+                                              const std::string& in_what) {
+  auto file = io::read_safetensors(path);
+  const std::string src = path.string();
+  // CommCostModel.save() records its device count; exported, it is metadata.
+  if (const auto it = file.metadata.find("ndevices"); it != file.metadata.end()) {
+    const std::string key = src + ": metadata.ndevices";
+    if (parse_number<Eigen::Index>(it->second, key) != out) {
+      embplan::detail::fail(key, it->second,
+                            std::to_string(out) + " devices, the backward net's input width");
+    }
+  }
+  take_normalisation(file, src, means, stds, field + "_means", field + "_stds", in, in_what);
+  const auto sizes = module_list_sizes(file, src, "hidden", in, in_what, "NeuroShard CommCostNet");
+  if (sizes.back() != out) {
+    const std::string last = "hidden." + std::to_string(sizes.size() - 2) + ".weight";
+    embplan::detail::fail(src + ": tensors[\"" + last + "\"].shape",
+                          shape_of(file.tensors.at(last)),
+                          "[" + std::to_string(out) + ", " +
+                              std::to_string(sizes[sizes.size() - 2]) + "] (one cost per device)");
+  }
+  nn::comm_cost_net_options arch;
+  arch.features = in;
+  arch.outputs = out;
+  arch.hidden.assign(sizes.begin() + 1, sizes.end() - 1);
+  nn::comm_cost_net net(arch);
+  nn::load_state_dict(net, file);  // strict: names an extra or missing tensor
+  return net;
 }
 
 }  // namespace detail
@@ -84,47 +193,16 @@ inline neural_cost import_neuroshard(const std::filesystem::path& path,
   const std::string src = path.string();
   constexpr auto features = feature_set::neuroshard20;
   const auto f = static_cast<Eigen::Index>(feature_count(features));
-  if (o.batch_size < 1) {
-    embplan::detail::fail("neuroshard_import.batch_size", o.batch_size,
-                          "the positive batch size NeuroShard's costs were measured at");
-  }
-  // The normalisation: the caller's or the file's, exactly one of them.
-  const bool in_file = file.tensors.count("feature_means") + file.tensors.count("feature_stds") > 0;
-  const bool given = !o.feature_means.empty() || !o.feature_stds.empty();
-  if (in_file && given) {
-    embplan::detail::fail("neuroshard_import.feature_means", src,
-                          "normalisation from the caller or from the file, not both (the file "
-                          "holds feature_means / feature_stds)");
-  }
-  if (!in_file) {
-    if (!given) {
-      embplan::detail::fail("neuroshard_import.feature_means", "(empty)",
-                            "NeuroShard's feature_means and feature_stds (" + std::to_string(f) +
-                                " each): " + src + " holds no normalisation");
-    }
-    for (const auto& [name, v] :
-         {std::pair{"feature_means", &o.feature_means}, {"feature_stds", &o.feature_stds}}) {
-      if (static_cast<Eigen::Index>(v->size()) != f) {
-        embplan::detail::fail(std::string("neuroshard_import.") + name + ".size", v->size(),
-                              std::to_string(f) + " (feature set neuroshard20)");
-      }
-      io::tensor t;
-      t.dtype = "F32";
-      t.shape = {static_cast<std::int64_t>(f)};
-      t.values.assign(v->begin(), v->end());
-      file.tensors.emplace(name, std::move(t));
-    }
-    for (std::size_t i = 0; i < o.feature_stds.size(); ++i) {
-      if (!(o.feature_stds[i] > 0.0f)) {
-        embplan::detail::fail("neuroshard_import.feature_stds[" + std::to_string(i) + "]",
-                              o.feature_stds[i], "a positive standard deviation");
-      }
-    }
-  }
-  const auto table =
-      detail::module_list_sizes(file, src, "t_hidden", f, "the 20 neuroshard20 table features");
-  const auto pred =
-      detail::module_list_sizes(file, src, "c_hidden", table.back(), "the table MLP's latent size");
+  detail::require_batch_size("neuroshard_import.batch_size", o.batch_size,
+                             "the positive batch size NeuroShard's costs were measured at");
+  detail::take_normalisation(file, src, o.feature_means, o.feature_stds,
+                             "neuroshard_import.feature_means", "neuroshard_import.feature_stds", f,
+                             "feature set neuroshard20");
+  constexpr const char* network = "NeuroShard ComputeCostNet";
+  const auto table = detail::module_list_sizes(file, src, "t_hidden", f,
+                                               "the 20 neuroshard20 table features", network);
+  const auto pred = detail::module_list_sizes(file, src, "c_hidden", table.back(),
+                                              "the table MLP's latent size", network);
   if (pred.back() != 1) {
     const std::string last = "c_hidden." + std::to_string(pred.size() - 2) + ".weight";
     embplan::detail::fail(src + ": tensors[\"" + last + "\"].shape",
@@ -145,6 +223,60 @@ inline neural_cost import_neuroshard(const std::filesystem::path& path,
   meta.trained_on = o.trained_on;
   meta.extra["imported_from"] = src;
   return neural_cost(net, std::move(meta));
+}
+
+// NeuroShard's forward and backward CommCostNet checkpoints (one file each)
+// as a neural_comm for `devices` devices (the backward net's input width).
+inline neural_comm import_neuroshard_comm(const std::filesystem::path& forward,
+                                          const std::filesystem::path& backward,
+                                          const neuroshard_comm_import_options& o) {
+  detail::require_batch_size("neuroshard_comm_import.batch_size", o.batch_size,
+                             "the positive global batch NeuroShard's all-to-alls were measured at");
+  // The device count: the backward net reads one dim sum per device.
+  auto devices = static_cast<Eigen::Index>(o.devices);
+  {
+    const auto file = io::read_safetensors(backward);
+    const auto it = file.tensors.find("hidden.0.weight");
+    if (it == file.tensors.end() || it->second.shape.size() != 2) {
+      embplan::detail::fail(
+          backward.string() + ": tensors[\"hidden.0.weight\"]",
+          it == file.tensors.end() ? std::string("(missing)") : detail::shape_of(it->second),
+          "NeuroShard CommCostNet's first layer [out, devices]");
+    }
+    const auto width = static_cast<Eigen::Index>(it->second.shape[1]);
+    // ... and has one output per device: a forward net reads twice its outputs.
+    std::size_t last = 0;
+    while (file.tensors.count("hidden." + std::to_string(last + 1) + ".weight") > 0)
+      ++last;
+    const auto& out = file.tensors.at("hidden." + std::to_string(last) + ".weight");
+    if (out.shape.empty() || out.shape[0] != width) {
+      embplan::detail::fail(
+          backward.string() + ": tensors[\"hidden.0.weight\"].shape", detail::shape_of(it->second),
+          "[out, " + (out.shape.empty() ? std::string("devices") : std::to_string(out.shape[0])) +
+              "]: a backward CommCostNet has one input and one output per "
+              "device (a forward net reads twice its outputs)");
+    }
+    if (devices == 0) devices = width;
+    if (width != devices || devices < 1) {
+      embplan::detail::fail("neuroshard_comm_import.devices", o.devices,
+                            "the backward net's input width, " + std::to_string(width) + " (" +
+                                backward.string() + " reads one dim sum per device)");
+    }
+  }
+  auto fwd = detail::import_comm_cost_net(
+      forward, 2 * devices, devices, o.forward_means, o.forward_stds,
+      "neuroshard_comm_import.forward",
+      std::to_string(2 * devices) + " forward features: dim sums, then sleep times");
+  auto bwd = detail::import_comm_cost_net(backward, devices, devices, o.backward_means,
+                                          o.backward_stds, "neuroshard_comm_import.backward",
+                                          std::to_string(devices) + " backward features: dim sums");
+  neural_comm_metadata meta;
+  meta.devices = static_cast<std::size_t>(devices);
+  meta.meter = o.meter;
+  meta.batch_size = o.batch_size;
+  meta.trained_on = o.trained_on;
+  meta.extra["imported_from"] = forward.string() + ", " + backward.string();
+  return neural_comm(fwd, bwd, std::move(meta));
 }
 
 }  // namespace embplan::cost
