@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -70,6 +71,27 @@ TEST_CASE("the cache returns the priced cost again, and counts hits and lookups"
   CHECK(cache.lookups() == 40);
   CHECK(cache.hits() == 20);
   CHECK(cache.size() == 20);
+}
+
+TEST_CASE("the cache stores over-aligned values at their alignment") {
+  // The learned model's per-piece terms are alignas(64); code built with
+  // -march=native (AVX-512) copies them with aligned 64-byte moves, and
+  // crashed when the slots came from a 16-byte-aligned allocation. Many maps,
+  // small (heap) and grown, so that one aligned by chance cannot hide it.
+  struct alignas(64) wide {
+    std::array<float, 16> v;
+  };
+  for (std::size_t capacity : {16u, 64u, 1024u}) {
+    for (int map = 0; map < 8; ++map) {
+      embplan::search::detail::key_map<wide> cache(capacity);
+      for (std::uint64_t k = 1; k <= 3 * capacity; ++k) {
+        const wide& w = cache.ref(multiset_key{k, 7 * k + static_cast<std::uint64_t>(map)},
+                                  [&] { return wide{{static_cast<float>(k)}}; });
+        REQUIRE(reinterpret_cast<std::uintptr_t>(&w) % alignof(wide) == 0);
+        REQUIRE(w.v[0] == static_cast<float>(k));
+      }
+    }
+  }
 }
 
 TEST_CASE("the analytic model's piecewise path is bitwise its compute()") {

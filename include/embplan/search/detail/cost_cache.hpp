@@ -19,6 +19,7 @@
 // The cache lives in one search call (never global, never shared between
 // threads), so a const planner stays thread-safe.
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -116,7 +117,10 @@ class slot_array {
   slot_array() = default;
   explicit slot_array(std::size_t n) : n_(n) {
     const std::size_t bytes = n * sizeof(T);
-    align_ = bytes >= huge_page ? huge_page : alignof(std::max_align_t);
+    // At least T's own alignment: key_map's slots of the learned model's
+    // per-piece terms are alignas(64), and code built for AVX-512 stores them
+    // with aligned 64-byte moves (operator new's 16 bytes crashed there).
+    align_ = bytes >= huge_page ? huge_page : std::max(alignof(T), alignof(std::max_align_t));
     const std::size_t rounded = (bytes + align_ - 1) / align_ * align_;
     data_ = static_cast<T*>(::operator new (rounded, std::align_val_t{align_}));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
@@ -162,7 +166,7 @@ class slot_array {
   static constexpr std::size_t huge_page = std::size_t{2} << 20;
   T* data_ = nullptr;
   std::size_t n_ = 0;
-  std::size_t align_ = alignof(std::max_align_t);
+  std::size_t align_ = std::max(alignof(T), alignof(std::max_align_t));
 };
 
 // Open addressing with linear probing over 128-bit keys; grows at half load.
