@@ -82,7 +82,16 @@ struct tasks_args {
   double memory_gib = 4.0;
   std::string pool;
   std::string out;
+  std::string half = "default";  // default | whole | train | test
+  std::uint64_t split_seed = 0;
 };
+
+embplan::data::pool_half pool_half_of(const std::string& text) {
+  if (text != "default" && text != "whole" && text != "train" && text != "test") {
+    embplan::detail::fail("--half", text, "default, whole, train or test");
+  }
+  return embplan::data::parse_pool_half(text);
+}
 
 std::uint64_t memory_bytes_of(double gib_value) {
   if (!(gib_value > 0.0) || gib_value > 1e9) {
@@ -99,6 +108,8 @@ embplan::data::task_options task_options_of(const tasks_args& a) {
   o.count = a.count;
   o.seed = a.seed;
   o.device_memory_bytes = memory_bytes_of(a.memory_gib);
+  o.half = pool_half_of(a.half);
+  o.split_seed = a.split_seed;
   return o;
 }
 
@@ -293,12 +304,50 @@ struct compare_args {
   std::string meter = "simulated";
   std::string model;  // empty: the bundled learned model
   reference_args reference;
+  std::string half = "auto";  // auto | default | whole | train | test
+  std::uint64_t split_seed = 0;
 };
+
+// Where compare's tasks draw their tables from. --half auto: the half of the
+// pool the planning model did not train on (its file records which, with the
+// split's seed), so the learned model is judged on tables it never saw; the
+// whole pool where no learned model is used or its file does not say.
+struct task_source {
+  std::string half;
+  std::uint64_t split_seed = 0;
+  std::string text;  // what the output says
+};
+
+task_source task_source_of(const compare_args& a, const embplan_cli::planning_model& pm) {
+  if (a.half != "auto") {
+    const auto half = pool_half_of(a.half);
+    std::string text = "the whole pool, as --half says";
+    if (half == embplan::data::pool_half::protocol_default) {
+      text = "the part of the pool the protocol draws from, as --half says";
+    } else if (half != embplan::data::pool_half::whole) {
+      text = "the " + a.half + " half of the pool (split seed " + std::to_string(a.split_seed) +
+             "), as --half says";
+    }
+    return {a.half, a.split_seed, std::move(text)};
+  }
+  if (!pm.compute) return {"whole", 0, "the whole pool (no learned model plans)"};
+  const auto& m = pm.compute->metadata();
+  if (m.pool_half.empty() || m.pool_half == "whole") {
+    return {"whole", 0,
+            "the whole pool: the learned model's file does not record one half of it as "
+            "its training tables, so tasks may hold tables it was trained on"};
+  }
+  const auto other =
+      std::string(embplan::data::to_string(embplan::data::other_half(pool_half_of(m.pool_half))));
+  return {other, m.split_seed,
+          "the " + other + " half of the pool (split seed " + std::to_string(m.split_seed) +
+              "): tables the learned model, trained on the " + m.pool_half + " half, never saw"};
+}
 
 template <class Model>
 int run_compare_with(const compare_args& a, const embplan_cli::any_meter& meter,
                      const std::string& meter_text, const Model& model,
-                     const std::string& model_text) {
+                     const std::string& model_text, const task_source& source) {
   const auto pool = load_pool(a.pool, 0);
   std::vector<std::string_view> names;
   if (a.planners.empty()) {
@@ -318,8 +367,9 @@ int run_compare_with(const compare_args& a, const embplan_cli::any_meter& meter,
   report["planning_model"] = model_text;
   report["settings"] = nlohmann::json::array();
 
+  report["tasks_from"] = {{"half", source.half}, {"split_seed", source.split_seed}};
   std::cout << "meter: " << a.meter << ", " << meter_text << "\nplanning model: " << model_text
-            << "\n"
+            << "\ntasks from: " << source.text << "\n"
             << "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms); \"-\" = a task "
                "did not fit memory\n";
   // NeuroShard Table 1 shape: one row per planner, one column per setting.
@@ -336,6 +386,8 @@ int run_compare_with(const compare_args& a, const embplan_cli::any_meter& meter,
       ta.count = a.count;
       ta.seed = a.seed;
       ta.memory_gib = a.memory_gib;
+      ta.half = source.half;
+      ta.split_seed = source.split_seed;
       const auto tasks = embplan::data::generate_tasks(pool, task_options_of(ta));
       const auto rows = embplan_cli::compare_planners(std::span<const embplan::task>(tasks),
                                                       std::span<const std::string_view>(names),
@@ -391,8 +443,9 @@ int run_compare(const compare_args& a) {
   embplan_cli::check_meter(a.meter);
   const auto pm = embplan_cli::load_planning_model(a.model);
   const auto [meter, text] = meter_of(a.meter, pm, a.reference);
-  if (pm.compute) return run_compare_with(a, meter, text, *pm.compute, pm.text);
-  return run_compare_with(a, meter, text, embplan::analytic_cost{}, pm.text);
+  const auto source = task_source_of(a, pm);
+  if (pm.compute) return run_compare_with(a, meter, text, *pm.compute, pm.text, source);
+  return run_compare_with(a, meter, text, embplan::analytic_cost{}, pm.text, source);
 }
 
 }  // namespace
@@ -420,6 +473,12 @@ int main(int argc, char** argv) {
   tasks->add_option("--memory-gib", ta.memory_gib, "memory per device for embeddings, GiB")
       ->capture_default_str();
   tasks->add_option("--pool", ta.pool, "table pool JSON (default: the synthetic pool, seed 0)");
+  tasks
+      ->add_option("--half", ta.half,
+                   "default (the protocol's) | whole | train | test half of the pool")
+      ->capture_default_str();
+  tasks->add_option("--split-seed", ta.split_seed, "seed of the pool's split into halves")
+      ->capture_default_str();
   tasks->add_option("--out", ta.out, "output tasks JSON")->required();
 
   plan_args pl;
@@ -458,6 +517,13 @@ int main(int argc, char** argv) {
   compare->add_option("--memory-gib", ca.memory_gib, "memory per device, GiB")
       ->capture_default_str();
   compare->add_option("--pool", ca.pool, "table pool JSON (default: the synthetic pool, seed 0)");
+  compare
+      ->add_option("--half", ca.half,
+                   "tables from: auto (the half the learned model did not train on; else the "
+                   "whole pool) | default | whole | train | test")
+      ->capture_default_str();
+  compare->add_option("--split-seed", ca.split_seed, "with --half train|test: the split's seed")
+      ->capture_default_str();
   compare
       ->add_option("--planners", ca.planners,
                    "planners to run (default: all: " + planner_list + ")")
@@ -588,6 +654,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--seed", tr.seed, "random seed")->capture_default_str();
   train->add_option("--trained-on", tr.trained_on, "recorded in the model file");
+  train
+      ->add_option("--split-seed", tr.split_seed,
+                   "compute: the pool split by which the file records which half trained it")
+      ->capture_default_str();
   train->add_option("--eval", tr.eval,
                     "also judge the model on these records (e.g. the pool's other half)");
 

@@ -6,15 +6,18 @@
 // `embplan train comm`: fits NeuroShard's forward and backward communication
 // models to `embplan collect comm` records (cost/train_comm.hpp) and writes
 // them as one neural_comm file (metadata: device count, meter, batch size).
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "embplan/cost/neural.hpp"
 #include "embplan/cost/neural_comm.hpp"
 #include "embplan/cost/train.hpp"
 #include "embplan/cost/train_comm.hpp"
 #include "embplan/data/synthetic_pool.hpp"
+#include "embplan/data/tasks.hpp"
 #include "embplan/io/json.hpp"
 #include "text_table.hpp"
 
@@ -30,6 +33,7 @@ struct train_args {
   std::string eval;  // records to judge the model on (e.g. the other half of the pool)
   int epochs = 0;    // 0: the kind's default (train_options / comm_train_options)
   std::uint64_t seed = 0;
+  std::uint64_t split_seed = 0;  // the pool split the records' half is told by
 };
 
 inline int run_train_comm(const train_args& a) {
@@ -122,6 +126,20 @@ inline int run_train(const train_args& a) {
   meta.batch_size = report.batch_size;
   meta.forward_share = report.forward_share;
   meta.trained_on = a.trained_on.empty() ? a.data : a.trained_on;
+  // Which half of the pool every record's tables come from, for `compare`.
+  std::vector<std::size_t> seen;
+  for (const auto& r : records)
+    seen.insert(seen.end(), r.tables.begin(), r.tables.end());
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  const auto half = embplan::data::half_holding(seen, pool.size(), a.split_seed);
+  meta.pool_half = std::string(embplan::data::to_string(half));
+  meta.split_seed = a.split_seed;
+  std::cout << "the records use " << seen.size() << " of the pool's " << pool.size() << " tables: "
+            << (half == embplan::data::pool_half::whole
+                    ? std::string("not all from one half")
+                    : "all from its " + meta.pool_half + " half")
+            << " (split seed " << a.split_seed << ")\n";
   meta.extra["metrics.test_mape"] = fixed(report.test.mape, 4);
   meta.extra["metrics.test_r2"] = fixed(report.test.r2, 4);
   meta.extra["metrics.records"] = std::to_string(records.size());

@@ -631,8 +631,13 @@ TEST_CASE("compare plans NeuroShard on the bundled learned model and judges by i
   REQUIRE(r.code == 0);
   CHECK(r.out.find("planning model: bundled cpu_compute_model.safetensors") != std::string::npos);
   CHECK(r.out.find("meter: simulated, the learned compute model") != std::string::npos);
+  // The bundled model trained on the pool's train half: it is judged on the other.
+  CHECK(r.out.find("tasks from: the test half of the pool (split seed 0): tables the learned "
+                   "model, trained on the train half, never saw") != std::string::npos);
   const auto j = nlohmann::json::parse(slurp(json));
   CHECK(j.at("planning_model").get<std::string>().find("cpu meter") != std::string::npos);
+  CHECK(j.at("tasks_from").at("half") == "test");
+  CHECK(j.at("tasks_from").at("split_seed") == 0);
   const auto& rows = j.at("settings").at(0).at("planners");
   REQUIRE(rows.size() == 3);
   // NeuroShard searches the meter's own model: it beats a random placement.
@@ -648,6 +653,7 @@ TEST_CASE("compare plans NeuroShard on the bundled learned model and judges by i
   REQUIRE(a.code == 0);
   CHECK(a.out.find("planning model: none") != std::string::npos);
   CHECK(a.out.find("meter: analytic, analytic cost model") != std::string::npos);
+  CHECK(a.out.find("tasks from: the whole pool (no learned model plans)") != std::string::npos);
   const auto j2 = nlohmann::json::parse(slurp(json2));
   CHECK(j2.at("settings").at(0).at("planners").at(1).at("mean_cost_ms").get<double>() !=
         rows.at(1).at("mean_cost_ms").get<double>());
@@ -705,11 +711,65 @@ TEST_CASE("train comm and train compute fit collected records and write a model 
       run("train compute --data " + head.string() + " --epochs 3 --out " + cmodel.string());
   REQUIRE(c.code == 0);
   CHECK(c.out.find("compute-cost model on 40 records") != std::string::npos);
-  // The file it writes is a model plan/compare take.
+  CHECK(c.out.find("of the pool's 856 tables: all from its train half (split seed 0)") !=
+        std::string::npos);
+  // The file it writes is a model plan/compare take, judged on the other half.
   const auto p = run("compare --devices 4 --max-dim 16 --count 1 --planners neuroshard --model " +
                      cmodel.string());
   CHECK(p.code == 0);
   CHECK(p.out.find("planning model: compute-model.safetensors") != std::string::npos);
+  CHECK(p.out.find("tasks from: the test half of the pool (split seed 0)") != std::string::npos);
+
+  // Under another split, the same records hold tables of both halves: the
+  // file says whole, and compare draws from the whole pool (and says why).
+  const auto mixed = scratch() / "compute-mixed.safetensors";
+  const auto m = run("train compute --data " + head.string() + " --epochs 1 --split-seed 5 --out " +
+                     mixed.string());
+  REQUIRE(m.code == 0);
+  CHECK(m.out.find("not all from one half (split seed 5)") != std::string::npos);
+  const auto w = run("compare --devices 4 --max-dim 16 --count 1 --planners neuroshard --model " +
+                     mixed.string());
+  CHECK(w.code == 0);
+  CHECK(w.out.find("tasks from: the whole pool: the learned model's file does not record one "
+                   "half") != std::string::npos);
+  // --half overrides; --half train --split-seed 5 names the split.
+  const auto o = run("compare --devices 4 --max-dim 16 --count 1 --planners neuroshard --model " +
+                     mixed.string() + " --half train --split-seed 5");
+  CHECK(o.code == 0);
+  CHECK(o.out.find("tasks from: the train half of the pool (split seed 5), as --half says") !=
+        std::string::npos);
+}
+
+TEST_CASE("tasks and compare --half: the tables come from that half only") {
+  // The tables' names are the pool's ("t<index>"); every one must be in the half.
+  const auto test_half = scratch() / "tasks-test-half.json";
+  const auto train_half = scratch() / "tasks-train-half.json";
+  REQUIRE(run("tasks --devices 4 --max-dim 16 --count 20 --half test --out " + test_half.string())
+              .code == 0);
+  REQUIRE(run("tasks --devices 4 --max-dim 16 --count 20 --half train --out " + train_half.string())
+              .code == 0);
+  const auto names = [](const fs::path& p) {
+    std::set<std::string> out;
+    const auto j = nlohmann::json::parse(slurp(p));
+    for (const auto& t : j.at("tasks"))
+      for (const auto& table : t.at("tables"))
+        out.insert(table.at("name").get<std::string>());
+    return out;
+  };
+  const auto a = names(test_half);
+  const auto b = names(train_half);
+  CHECK(a.size() > 100);
+  CHECK(b.size() > 100);
+  for (const auto& n : a)
+    CHECK(b.count(n) == 0);  // disjoint halves
+
+  const auto bad = run("compare --count 1 --half left");
+  CHECK(bad.code == 2);
+  CHECK(lines(bad.err) == 1);
+  CHECK(bad.err.find("'--half' = \"left\"") != std::string::npos);
+  const auto bad_tasks = run("tasks --count 1 --half left --out x.json");
+  CHECK(bad_tasks.code == 2);
+  CHECK(bad_tasks.err.find("'--half' = \"left\"") != std::string::npos);
 }
 
 TEST_CASE("train: a bad kind and a missing data file are named") {

@@ -135,7 +135,19 @@ TEST_CASE("train_compute_model learns an additive cost; neural_cost saves, loads
   CHECK(loaded.metadata().meter == "synthetic");
   CHECK(loaded.metadata().batch_size == 1024);
   CHECK(loaded.metadata().trained_on == "synthetic records");
+  CHECK(loaded.metadata().pool_half.empty());  // not recorded: no keys written
   CHECK(loaded.compute(t, group, 0).fwd_ms == doctest::Approx(c.fwd_ms).epsilon(1e-6));
+
+  // Which half of the pool trained it: saved, loaded, and checked.
+  auto halved = meta;
+  halved.pool_half = "test";
+  halved.split_seed = 9;
+  embplan::neural_cost(net, halved).save(path);
+  CHECK(embplan::neural_cost::load(path).metadata().pool_half == "test");
+  CHECK(embplan::neural_cost::load(path).metadata().split_seed == 9);
+  halved.pool_half = "left";
+  const auto half_msg = message_of([&] { (void)embplan::neural_cost(net, halved); });
+  CHECK(half_msg.find("field 'neural_cost.pool_half' = \"left\"") != std::string::npos);
 
   // A file that is a safetensors but not a neural_cost says which key is missing.
   embplan::nn::save_state_dict(dir / "bare.safetensors", net);
@@ -185,6 +197,8 @@ TEST_CASE("the committed GPU-meter model loads and is as accurate on the unseen 
   const auto model = embplan::neural_cost::load(dir / "gpu_compute_model.safetensors");
   CHECK(model.metadata().meter == "cuda");
   CHECK(model.metadata().batch_size == 65536);
+  CHECK(model.metadata().pool_half == "train");  // so compare judges it on the test half
+  CHECK(model.metadata().split_seed == 0);
   // Records of the pool's other half (tables the model never saw), measured on
   // the same H100 (README: R^2 0.979 there).
   const auto records = embplan::cost::read_compute_records(dir / "gpu_compute_test_half.jsonl");

@@ -171,6 +171,26 @@ TEST_CASE("dreamshard: disjoint halves that cover the pool (DreamShard §4.1)") 
   CHECK(odd.second.size() == 4);
 }
 
+TEST_CASE("half_holding: which half of a split holds every table; other_half") {
+  const std::size_t n = 856;
+  const auto [train, test] = embplan::data::detail::split_indices(n, 0);
+  using embplan::data::half_holding;
+  CHECK(half_holding(std::vector<std::size_t>{train[0], train[5], train.back()}, n, 0) ==
+        pool_half::train);
+  CHECK(half_holding(test, n, 0) == pool_half::test);
+  CHECK(half_holding(std::vector<std::size_t>{train[0], test[0]}, n, 0) == pool_half::whole);
+  CHECK(half_holding(std::vector<std::size_t>{}, n, 0) == pool_half::whole);
+  // All of one half under seed 0 is split between both halves under seed 1.
+  CHECK(half_holding(train, n, 1) == pool_half::whole);
+  CHECK_THROWS_WITH_AS(half_holding(std::vector<std::size_t>{3, 856}, n, 0),
+                       doctest::Contains("'tables[1]' = 856: expected a pool index below 856"),
+                       embplan::error);
+  CHECK(embplan::data::other_half(pool_half::train) == pool_half::test);
+  CHECK(embplan::data::other_half(pool_half::test) == pool_half::train);
+  CHECK(embplan::data::other_half(pool_half::whole) == pool_half::whole);
+  CHECK(embplan::data::other_half(pool_half::protocol_default) == pool_half::whole);
+}
+
 TEST_CASE("dreamshard: DLRM-50 (4) tasks of dim 16 from one half, without replacement") {
   const auto pool = embplan::data::synthetic_pool();
   const auto [train, test] = embplan::data::split_pool(pool, 0);

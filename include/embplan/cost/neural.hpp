@@ -51,6 +51,12 @@ struct neural_cost_metadata {
   std::int64_t batch_size = 0;    // bags per table the measurements ran
   double forward_share = 0.5;     // forward / (forward + backward) in the training data
   std::string trained_on;         // e.g. "synthetic pool seed 0, train half (split seed 0)"
+  // Which half of the pool split with split_seed held every table of the
+  // training data (data::half_holding): "train", "test" or "whole"; empty
+  // where not recorded (older files, imports). `embplan compare` draws its
+  // tasks from the other half, so the model is judged on tables it never saw.
+  std::string pool_half;
+  std::uint64_t split_seed = 0;
   std::map<std::string, std::string> extra;  // metrics and anything else, kept verbatim
 };
 
@@ -70,6 +76,11 @@ class neural_cost {
     }
     if (!(m.forward_share >= 0.0 && m.forward_share <= 1.0)) {
       embplan::detail::fail("neural_cost.forward_share", m.forward_share, "a fraction in [0, 1]");
+    }
+    if (!m.pool_half.empty() && m.pool_half != "train" && m.pool_half != "test" &&
+        m.pool_half != "whole") {
+      embplan::detail::fail("neural_cost.pool_half", m.pool_half,
+                            "\"train\", \"test\", \"whole\" or empty (not recorded)");
     }
   }
 
@@ -157,6 +168,10 @@ class neural_cost {
     meta["embplan.batch_size"] = std::to_string(s.meta.batch_size);
     meta["embplan.forward_share"] = std::to_string(s.meta.forward_share);
     meta["embplan.trained_on"] = s.meta.trained_on;
+    if (!s.meta.pool_half.empty()) {
+      meta["embplan.pool_half"] = s.meta.pool_half;
+      meta["embplan.split_seed"] = std::to_string(s.meta.split_seed);
+    }
     meta["embplan.table_mlp_sizes"] = cost::detail::sizes_text(s.net.t_hidden);
     meta["embplan.pred_mlp_sizes"] = cost::detail::sizes_text(s.net.c_hidden);
     nn::save_state_dict(path, s.net, std::move(meta));
@@ -185,6 +200,11 @@ class neural_cost {
     meta.forward_share = cost::detail::parse_number<double>(
         get("embplan.forward_share"), path.string() + ": metadata.embplan.forward_share");
     meta.trained_on = get("embplan.trained_on");
+    if (file.metadata.count("embplan.pool_half")) {  // optional: files before it lack it
+      meta.pool_half = get("embplan.pool_half");
+      meta.split_seed = cost::detail::parse_number<std::uint64_t>(
+          get("embplan.split_seed"), path.string() + ": metadata.embplan.split_seed");
+    }
     for (const auto& [k, v] : file.metadata)
       if (k.rfind("embplan.", 0) != 0) meta.extra[k] = v;
     nn::compute_cost_net_options o;

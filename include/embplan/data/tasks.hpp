@@ -240,6 +240,38 @@ inline std::pair<std::vector<table_spec>, std::vector<table_spec>> split_pool(
   return out;
 }
 
+// Which half of a pool of `pool_size` tables, split with `seed` as
+// split_pool does, holds every table of `tables` (pool indices): train or
+// test, else whole (tables from both halves, or none). What a learned cost
+// model records of its training data, so that it is judged on the other half.
+inline pool_half half_holding(std::span<const std::size_t> tables, std::size_t pool_size,
+                              std::uint64_t seed) {
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    if (tables[i] >= pool_size) {
+      embplan::detail::fail(embplan::detail::path("tables", i), tables[i],
+                            "a pool index below " + std::to_string(pool_size));
+    }
+  }
+  if (tables.empty()) return pool_half::whole;
+  const auto [train, test] = detail::split_indices(pool_size, seed);
+  const auto all_in = [&](const std::vector<std::size_t>& half) {
+    return std::all_of(tables.begin(), tables.end(), [&](std::size_t t) {
+      return std::binary_search(half.begin(), half.end(), t);
+    });
+  };
+  if (all_in(train)) return pool_half::train;
+  if (all_in(test)) return pool_half::test;
+  return pool_half::whole;
+}
+
+// The half a model trained on `trained` should be judged on: the other one;
+// whole for whole (and for protocol_default, which names no half).
+constexpr pool_half other_half(pool_half trained) noexcept {
+  if (trained == pool_half::train) return pool_half::test;
+  if (trained == pool_half::test) return pool_half::train;
+  return pool_half::whole;
+}
+
 // `count` tasks under the options' protocol. Throws embplan::error for bad
 // options (naming the field and value), an invalid pool table ("pool[3].rows"),
 // more tables than the pool (half) holds when sampling without replacement, or
