@@ -14,7 +14,8 @@
 //   neuroshard_planner          NeuroShard's online search: column beam search +
 //                               greedy grid search with a cost cache (§3.3, Alg. 1-2)
 //   neuroshard_ls_planner       NeuroShard's search, then local search (moves, swaps,
-//                               splits, merges at the bottleneck devices)
+//                               splits, merges at the bottleneck devices; a
+//                               memory-first start where the beam fits nothing)
 //   basic_neuroshard_planner<Cost>, basic_neuroshard_ls_planner<Cost>: the same
 //                               on any cost model (e.g. a learned one)
 // All use default_constraint: memory capacity and columns a multiple of 4.

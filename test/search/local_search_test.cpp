@@ -9,6 +9,8 @@
 #include "embplan/core/error.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/evaluate.hpp"
+#include "embplan/data/synthetic_pool.hpp"
+#include "embplan/data/tasks.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/greedy.hpp"
 
@@ -75,4 +77,50 @@ TEST_CASE("local search: max_moves = 0 returns the start; negative is rejected")
         embplan::evaluate(t, start.placement, model).max_ms());
   CHECK_THROWS_WITH_AS((embplan::local_search<>{.max_moves = -1}.search(t, model, rule, reward, 0)),
                        doctest::Contains("local_search.max_moves' = -1"), embplan::error);
+}
+
+TEST_CASE("local search plans a tight task its start cannot fit, from a memory-first plan") {
+  // NeuroShard protocol, 8 devices, max dim 128, the pool's test half: task 56
+  // holds 32.8 GB of tables on 34.4 GB of devices (two tables larger than a
+  // device), and the beam's cost-ordered greedy fits it in no split state.
+  const auto pool = embplan::data::synthetic_pool({.seed = 0});
+  const auto tasks = embplan::data::generate_tasks(
+      pool, {.devices = 8, .max_dim = 128, .half = embplan::data::pool_half::test});
+  const auto& t = tasks.at(56);
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  const auto beam = embplan::column_beam{}.search(t, model, rule, reward, 0);
+  REQUIRE_FALSE(beam.ok);
+  CHECK(beam.failure.find("fits on no device") != std::string::npos);
+
+  const auto start = embplan::search::detail::memory_first_plan(t, model, rule);
+  REQUIRE(start.ok);
+  CHECK_NOTHROW(embplan::validate(start.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK(start.placement.shards.size() > t.tables.size());  // it had to split
+  const auto again = embplan::search::detail::memory_first_plan(t, model, rule);
+  CHECK(again.placement == start.placement);  // deterministic
+
+  const auto r = embplan::local_search<>{}.search(t, model, rule, reward, 0);
+  REQUIRE(r.ok);
+  CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK(embplan::evaluate(t, r.placement, model).max_ms() <
+        embplan::evaluate(t, start.placement, model).max_ms());
+  CHECK(r.cache_lookups > beam.cache_lookups);  // the beam's look-ups are counted too
+}
+
+TEST_CASE("local search: a task no split can fit fails naming both attempts") {
+  // One dim-4 table (not splittable) larger than either device.
+  auto t = sample_task(5, 3, 2);
+  t.tables[0].dim = 4;
+  t.tables[0].rows = (600u << 20) / 16;  // 600 MiB of fp32 rows of 16 bytes
+  t.tables[0].weight_dtype = embplan::dtype::fp32;
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const auto r = embplan::local_search<embplan::column_beam>{.start = small}.search(
+      t, model, rule, embplan::neg_max_cost_reward{}, 0);
+  REQUIRE_FALSE(r.ok);
+  CHECK(r.failure.find("fits on no device") != std::string::npos);
+  CHECK(r.failure.find("; memory-first placement with column halvings: ") != std::string::npos);
+  CHECK(r.failure.find("'" + t.tables[0].name + "'") != std::string::npos);
 }

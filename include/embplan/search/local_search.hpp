@@ -17,6 +17,12 @@
 // The best candidate that lowers the plan cost is applied; the search stops
 // when none does or after max_moves moves. So the result is never worse than
 // the starting plan. Device costs come from a per-call cache as in the beam.
+// Where the start finds no plan — a task whose tables fit only when packed
+// tightly, which NeuroShard's cost-ordered greedy can miss at ~95 % memory
+// fill — local search starts instead from a memory-first plan
+// (memory_first_plan below: pieces largest first, each on the least loaded
+// device that admits it, the largest piece halved while one fits nowhere),
+// so neuroshard_ls plans every task such splits can fit.
 // Cost per round: O(p (D + p_b)) candidates, p pieces on the bottleneck
 // devices, each priced with two device lookups and one plan pricing (O(D)).
 
@@ -302,6 +308,69 @@ class local_improver {
   std::vector<multiset_key> keys_;
 };
 
+// A plan built for memory first, for tasks the start searcher could not fit:
+// pieces by bytes, largest first, each on the admitting device with the least
+// predicted compute so far (shard_cost; ties: less memory, lower index); while
+// a piece fits nowhere, the largest splittable piece (by bytes) is halved by
+// columns (halves multiples of 4, as the beam splits) and the pieces placed
+// again. Fails, with the last piece that fit nowhere, once nothing can be
+// split. Deterministic: no randomness, ties broken by index.
+template <cost_model CostModel, constraint Constraint>
+search_result memory_first_plan(const task& t, const CostModel& model, const Constraint& rule) {
+  search_result out;
+  const std::size_t devices = t.cluster.size();
+  std::vector<shard> pieces;
+  pieces.reserve(t.tables.size());
+  for (std::size_t i = 0; i < t.tables.size(); ++i)
+    pieces.push_back(whole_table(t, i, 0));
+  const auto bytes_of = [&](const shard& s) { return shard_bytes(t, s); };
+  std::vector<double> load(devices);
+  for (;;) {
+    std::stable_sort(pieces.begin(), pieces.end(), [&](const shard& a, const shard& b) {
+      return std::tuple(bytes_of(b), a.table, a.col_begin) <
+             std::tuple(bytes_of(a), b.table, b.col_begin);
+    });
+    placement_state st(devices);
+    std::fill(load.begin(), load.end(), 0.0);
+    plan p;
+    bool placed_all = true;
+    for (shard s : pieces) {
+      std::size_t chosen = devices;
+      for (std::size_t d = 0; d < devices; ++d) {
+        if (chosen != devices && std::tie(load[d], st.memory_bytes[d]) >=
+                                     std::tie(load[chosen], st.memory_bytes[chosen]))
+          continue;
+        s.device = static_cast<std::uint32_t>(d);
+        if (rule.admits(t, st, s)) chosen = d;
+      }
+      if (chosen == devices) {
+        out.failure = no_device_for_piece(t, st, s, rule, no_dim_bound);
+        placed_all = false;
+        break;
+      }
+      s.device = static_cast<std::uint32_t>(chosen);
+      st.place(t, s);
+      load[chosen] += static_cast<double>(model.shard_cost(t, s));
+      ++out.evaluations;
+      p.shards.push_back(s);
+    }
+    if (placed_all) {
+      out.placement = std::move(p);
+      out.ok = true;
+      out.failure.clear();
+      return out;
+    }
+    // Halve the largest piece that can be halved (pieces are sorted by bytes).
+    const auto it =
+        std::find_if(pieces.begin(), pieces.end(), [](const shard& s) { return splittable(s); });
+    if (it == pieces.end()) return out;
+    shard high = *it;
+    it->col_end = it->col_begin + it->cols() / 2;
+    high.col_begin = it->col_end;
+    pieces.push_back(high);
+  }
+}
+
 }  // namespace search::detail
 
 template <class Start = column_beam>
@@ -320,7 +389,18 @@ struct local_search {
                        const Reward& score, std::uint64_t seed) const {
     validate();
     search_result out = start.search(t, model, rule, score, seed);
-    if (!out.ok) return out;
+    if (!out.ok) {
+      auto fallback = search::detail::memory_first_plan(t, model, rule);
+      fallback.evaluations += out.evaluations;
+      fallback.cache_lookups = out.cache_lookups;
+      fallback.cache_hits = out.cache_hits;
+      if (!fallback.ok) {
+        fallback.failure =
+            out.failure + "; memory-first placement with column halvings: " + fallback.failure;
+        return fallback;
+      }
+      out = std::move(fallback);
+    }
     search::detail::local_improver<CostModel, Constraint> improver(t, model, rule, out.placement);
     for (std::int32_t k = 0; k < max_moves && improver.improve(); ++k) {
     }
