@@ -192,6 +192,23 @@ TEST_CASE("records and training: bad input names the field and value") {
         }).find("train.records") != std::string::npos);
 }
 
+TEST_CASE("the bundled CPU-meter model is as accurate on the unseen half as reported") {
+  const fs::path dir = fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost";
+  const auto model = embplan::neural_cost::load(dir / "cpu_compute_model.safetensors");
+  CHECK(model.metadata().meter == "cpu");
+  CHECK(model.metadata().batch_size == 1024);
+  CHECK(model.metadata().pool_half == "train");
+  // 200 records of the pool's test half, on the same reference scale (README:
+  // R^2 0.946, MAPE 21 % there).
+  const auto records = embplan::cost::read_compute_records(dir / "cpu_compute_test_half.jsonl");
+  CHECK(records.size() == 200);
+  const auto full_pool = embplan::data::synthetic_pool({.seed = 0});
+  const auto m = embplan::cost::evaluate_compute_model(model.network(), records, full_pool,
+                                                       model.metadata().features);
+  CHECK(m.r2 == doctest::Approx(0.946).epsilon(0.002));
+  CHECK(m.mape == doctest::Approx(0.21).epsilon(0.05));
+}
+
 TEST_CASE("the committed GPU-meter model loads and is as accurate on the unseen half as reported") {
   const fs::path dir = fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost";
   const auto model = embplan::neural_cost::load(dir / "gpu_compute_model.safetensors");
