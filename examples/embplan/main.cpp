@@ -429,9 +429,12 @@ int run_compare_with(const compare_args& a, const embplan_cli::any_meter& meter,
   std::cout << "\nspeedup/random = mean of cost(random)/cost(planner) over tasks both solved; "
                "time = search wall time per task; cache hit = cost-cache hits / lookups "
                "(NeuroShard §3.3: device sets, or single pieces where the model folds "
-               "per-piece terms); gap to LB = cost / additive lower bound - 1 (whole tables, "
-               "same meter; column splits can go below it); balance = min/max device compute "
-               "(AutoShard)\n";
+               "per-piece terms); gap to LB = cost / additive lower bound - 1, the bound being "
+               "the larger of the costliest table and the sum of all tables' costs / devices, "
+               "each table priced alone by the same meter (a true bound for table-wise plans "
+               "on an additive meter; column splits, and meters that price a device unlike "
+               "the sum of its tables alone, e.g. the learned one, can go below it: a negative "
+               "gap); balance = min/max device compute (AutoShard)\n";
   if (!a.json.empty()) {
     embplan::io::write_json_file(a.json, report);
     std::cout << "wrote " << a.json << '\n';
