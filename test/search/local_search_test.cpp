@@ -100,6 +100,10 @@ TEST_CASE("local search plans a tight task its start cannot fit, from a memory-f
   CHECK(start.placement.shards.size() > t.tables.size());  // it had to split
   const auto again = embplan::search::detail::memory_first_plan(t, model, rule);
   CHECK(again.placement == start.placement);  // deterministic
+  // It needs a few halvings: with none allowed it fails, and says so.
+  const auto capped = embplan::search::detail::memory_first_plan(t, model, rule, 0);
+  REQUIRE_FALSE(capped.ok);
+  CHECK(capped.failure.find("(after 0 column halvings, the most it makes)") != std::string::npos);
 
   const auto r = embplan::local_search<>{}.search(t, model, rule, reward, 0);
   REQUIRE(r.ok);

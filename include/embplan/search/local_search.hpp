@@ -314,9 +314,12 @@ class local_improver {
 // a piece fits nowhere, the largest splittable piece (by bytes) is halved by
 // columns (halves multiples of 4, as the beam splits) and the pieces placed
 // again. Fails, with the last piece that fit nowhere, once nothing can be
-// split. Deterministic: no randomness, ties broken by index.
+// split or after max_halvings halvings (each round re-places every piece: a
+// task that fits no way would otherwise take O(splits x pieces x devices)).
+// Deterministic: no randomness, ties broken by index.
 template <cost_model CostModel, constraint Constraint>
-search_result memory_first_plan(const task& t, const CostModel& model, const Constraint& rule) {
+search_result memory_first_plan(const task& t, const CostModel& model, const Constraint& rule,
+                                std::size_t max_halvings = 256) {
   search_result out;
   const std::size_t devices = t.cluster.size();
   std::vector<shard> pieces;
@@ -325,6 +328,7 @@ search_result memory_first_plan(const task& t, const CostModel& model, const Con
     pieces.push_back(whole_table(t, i, 0));
   const auto bytes_of = [&](const shard& s) { return shard_bytes(t, s); };
   std::vector<double> load(devices);
+  std::size_t halvings = 0;
   for (;;) {
     std::stable_sort(pieces.begin(), pieces.end(), [&](const shard& a, const shard& b) {
       return std::tuple(bytes_of(b), a.table, a.col_begin) <
@@ -364,6 +368,11 @@ search_result memory_first_plan(const task& t, const CostModel& model, const Con
     const auto it =
         std::find_if(pieces.begin(), pieces.end(), [](const shard& s) { return splittable(s); });
     if (it == pieces.end()) return out;
+    if (halvings == max_halvings) {
+      out.failure += " (after " + std::to_string(halvings) + " column halvings, the most it makes)";
+      return out;
+    }
+    ++halvings;
     shard high = *it;
     it->col_end = it->col_begin + it->cols() / 2;
     high.col_begin = it->col_end;
