@@ -129,7 +129,7 @@ def make_comm(out):
     gen = torch.Generator().manual_seed(12)
     forward = CommCostNet(2 * DEVICES, COMM_SIZES, DEVICES)
     backward = CommCostNet(DEVICES, COMM_SIZES, DEVICES)
-    with torch.no_grad():  # costs of a few ms, as trained nets give; some may stay below 0
+    with torch.no_grad():  # costs of a few ms, as trained nets give (all above 0 here)
         forward.hidden[-1].bias += 3.0
         backward.hidden[-1].bias += 2.0
     dims = torch.randint(4, 1025, (COMM_SAMPLES, DEVICES), generator=gen).float()
