@@ -87,10 +87,7 @@ struct tasks_args {
 };
 
 embplan::data::pool_half pool_half_of(const std::string& text) {
-  if (text != "default" && text != "whole" && text != "train" && text != "test") {
-    embplan::detail::fail("--half", text, "default, whole, train or test");
-  }
-  return embplan::data::parse_pool_half(text);
+  return embplan::data::parse_pool_half(text, "--half");
 }
 
 std::uint64_t memory_bytes_of(double gib_value) {
@@ -337,8 +334,8 @@ task_source task_source_of(const compare_args& a, const embplan_cli::planning_mo
             "the whole pool: the learned model's file does not record one half of it as "
             "its training tables, so tasks may hold tables it was trained on"};
   }
-  const auto other =
-      std::string(embplan::data::to_string(embplan::data::other_half(pool_half_of(m.pool_half))));
+  const auto other = std::string(embplan::data::to_string(embplan::data::other_half(
+      embplan::data::parse_pool_half(m.pool_half, "neural_cost.pool_half"))));
   return {other, m.split_seed,
           "the " + other + " half of the pool (split seed " + std::to_string(m.split_seed) +
               "): tables the learned model, trained on the " + m.pool_half + " half, never saw"};

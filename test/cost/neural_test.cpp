@@ -192,36 +192,52 @@ TEST_CASE("records and training: bad input names the field and value") {
         }).find("train.records") != std::string::npos);
 }
 
-TEST_CASE("the bundled CPU-meter model is as accurate on the unseen half as reported") {
+namespace {
+
+// A committed model (data/cost/) and its metrics on committed records of the
+// pool's half it never saw.
+struct committed_model {
+  embplan::neural_cost model;
+  std::size_t records = 0;
+  embplan::cost::regression_metrics unseen;
+};
+
+committed_model load_committed(const char* model_file, const char* records_file) {
   const fs::path dir = fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost";
-  const auto model = embplan::neural_cost::load(dir / "cpu_compute_model.safetensors");
+  committed_model out;
+  out.model = embplan::neural_cost::load(dir / model_file);
+  const auto records = embplan::cost::read_compute_records(dir / records_file);
+  out.records = records.size();
+  out.unseen = embplan::cost::evaluate_compute_model(out.model.network(), records,
+                                                     embplan::data::synthetic_pool({.seed = 0}),
+                                                     out.model.metadata().features);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the bundled CPU-meter model is as accurate on the unseen half as reported") {
+  const auto [model, records, m] =
+      load_committed("cpu_compute_model.safetensors", "cpu_compute_test_half.jsonl");
   CHECK(model.metadata().meter == "cpu");
   CHECK(model.metadata().batch_size == 1024);
   CHECK(model.metadata().pool_half == "train");
   // 200 records of the pool's test half, on the same reference scale (README:
   // R^2 0.946, MAPE 21 % there).
-  const auto records = embplan::cost::read_compute_records(dir / "cpu_compute_test_half.jsonl");
-  CHECK(records.size() == 200);
-  const auto full_pool = embplan::data::synthetic_pool({.seed = 0});
-  const auto m = embplan::cost::evaluate_compute_model(model.network(), records, full_pool,
-                                                       model.metadata().features);
+  CHECK(records == 200);
   CHECK(m.r2 == doctest::Approx(0.946).epsilon(0.002));
   CHECK(m.mape == doctest::Approx(0.21).epsilon(0.05));
 }
 
 TEST_CASE("the committed GPU-meter model loads and is as accurate on the unseen half as reported") {
-  const fs::path dir = fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost";
-  const auto model = embplan::neural_cost::load(dir / "gpu_compute_model.safetensors");
+  const auto [model, records, m] =
+      load_committed("gpu_compute_model.safetensors", "gpu_compute_test_half.jsonl");
   CHECK(model.metadata().meter == "cuda");
   CHECK(model.metadata().batch_size == 65536);
   CHECK(model.metadata().pool_half == "train");  // so compare judges it on the test half
   CHECK(model.metadata().split_seed == 0);
   // Records of the pool's other half (tables the model never saw), measured on
   // the same H100 (README: R^2 0.979 there).
-  const auto records = embplan::cost::read_compute_records(dir / "gpu_compute_test_half.jsonl");
-  CHECK(records.size() == 200);
-  const auto full_pool = embplan::data::synthetic_pool({.seed = 0});
-  const auto m = embplan::cost::evaluate_compute_model(model.network(), records, full_pool,
-                                                       model.metadata().features);
+  CHECK(records == 200);
   CHECK(m.r2 == doctest::Approx(0.979).epsilon(0.002));
 }

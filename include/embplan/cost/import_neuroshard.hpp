@@ -151,14 +151,14 @@ inline void require_batch_size(const char* field, std::int64_t batch_size, const
   if (batch_size < 1) embplan::detail::fail(field, batch_size, what);
 }
 
-// One CommCostNet from `path`: `in` inputs, `out` outputs (one per device).
-inline nn::comm_cost_net import_comm_cost_net(const std::filesystem::path& path, Eigen::Index in,
-                                              Eigen::Index out, const std::vector<float>& means,
+// One CommCostNet from `file` (read from `src`): `in` inputs, `out` outputs
+// (one per device).
+inline nn::comm_cost_net import_comm_cost_net(io::safetensors_file file, const std::string& src,
+                                              Eigen::Index in, Eigen::Index out,
+                                              const std::vector<float>& means,
                                               const std::vector<float>& stds,
                                               const std::string& field,
                                               const std::string& in_what) {
-  auto file = io::read_safetensors(path);
-  const std::string src = path.string();
   // CommCostModel.save() records its device count; exported, it is metadata.
   if (const auto it = file.metadata.find("ndevices"); it != file.metadata.end()) {
     const std::string key = src + ": metadata.ndevices";
@@ -232,44 +232,41 @@ inline neural_comm import_neuroshard_comm(const std::filesystem::path& forward,
                                           const neuroshard_comm_import_options& o) {
   detail::require_batch_size("neuroshard_comm_import.batch_size", o.batch_size,
                              "the positive global batch NeuroShard's all-to-alls were measured at");
-  // The device count: the backward net reads one dim sum per device.
+  // The device count: a backward net reads one dim sum per device and prices
+  // each device, so its first layer's width is its last layer's outputs.
+  auto backward_file = io::read_safetensors(backward);
+  const std::string backward_src = backward.string();
+  const auto first = backward_file.tensors.find("hidden.0.weight");
+  if (first == backward_file.tensors.end() || first->second.shape.size() != 2) {
+    embplan::detail::fail(backward_src + ": tensors[\"hidden.0.weight\"]",
+                          first == backward_file.tensors.end() ? std::string("(missing)")
+                                                               : detail::shape_of(first->second),
+                          "NeuroShard CommCostNet's first layer [out, devices]");
+  }
+  const auto width = static_cast<Eigen::Index>(first->second.shape[1]);
+  const auto sizes = detail::module_list_sizes(backward_file, backward_src, "hidden", width,
+                                               "one dim sum per device", "NeuroShard CommCostNet");
+  if (sizes.back() != width) {
+    embplan::detail::fail(backward_src + ": tensors[\"hidden.0.weight\"].shape",
+                          detail::shape_of(first->second),
+                          "[out, " + std::to_string(sizes.back()) +
+                              "]: a backward CommCostNet has one input and one output per "
+                              "device (a forward net reads twice its outputs)");
+  }
   auto devices = static_cast<Eigen::Index>(o.devices);
-  {
-    const auto file = io::read_safetensors(backward);
-    const auto it = file.tensors.find("hidden.0.weight");
-    if (it == file.tensors.end() || it->second.shape.size() != 2) {
-      embplan::detail::fail(
-          backward.string() + ": tensors[\"hidden.0.weight\"]",
-          it == file.tensors.end() ? std::string("(missing)") : detail::shape_of(it->second),
-          "NeuroShard CommCostNet's first layer [out, devices]");
-    }
-    const auto width = static_cast<Eigen::Index>(it->second.shape[1]);
-    // ... and has one output per device: a forward net reads twice its outputs.
-    std::size_t last = 0;
-    while (file.tensors.count("hidden." + std::to_string(last + 1) + ".weight") > 0)
-      ++last;
-    const auto& out = file.tensors.at("hidden." + std::to_string(last) + ".weight");
-    if (out.shape.empty() || out.shape[0] != width) {
-      embplan::detail::fail(
-          backward.string() + ": tensors[\"hidden.0.weight\"].shape", detail::shape_of(it->second),
-          "[out, " + (out.shape.empty() ? std::string("devices") : std::to_string(out.shape[0])) +
-              "]: a backward CommCostNet has one input and one output per "
-              "device (a forward net reads twice its outputs)");
-    }
-    if (devices == 0) devices = width;
-    if (width != devices || devices < 1) {
-      embplan::detail::fail("neuroshard_comm_import.devices", o.devices,
-                            "the backward net's input width, " + std::to_string(width) + " (" +
-                                backward.string() + " reads one dim sum per device)");
-    }
+  if (devices == 0) devices = width;
+  if (width != devices || devices < 1) {
+    embplan::detail::fail("neuroshard_comm_import.devices", o.devices,
+                          "the backward net's input width, " + std::to_string(width) + " (" +
+                              backward_src + " reads one dim sum per device)");
   }
   auto fwd = detail::import_comm_cost_net(
-      forward, 2 * devices, devices, o.forward_means, o.forward_stds,
-      "neuroshard_comm_import.forward",
+      io::read_safetensors(forward), forward.string(), 2 * devices, devices, o.forward_means,
+      o.forward_stds, "neuroshard_comm_import.forward",
       std::to_string(2 * devices) + " forward features: dim sums, then sleep times");
-  auto bwd = detail::import_comm_cost_net(backward, devices, devices, o.backward_means,
-                                          o.backward_stds, "neuroshard_comm_import.backward",
-                                          std::to_string(devices) + " backward features: dim sums");
+  auto bwd = detail::import_comm_cost_net(
+      std::move(backward_file), backward_src, devices, devices, o.backward_means, o.backward_stds,
+      "neuroshard_comm_import.backward", std::to_string(devices) + " backward features: dim sums");
   neural_comm_metadata meta;
   meta.devices = static_cast<std::size_t>(devices);
   meta.meter = o.meter;

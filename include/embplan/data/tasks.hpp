@@ -92,12 +92,13 @@ constexpr std::string_view to_string(pool_half h) noexcept {
   return "default";
 }
 
-inline pool_half parse_pool_half(std::string_view s) {
+// `field` names the value in the error (a CLI passes its flag).
+inline pool_half parse_pool_half(std::string_view s, std::string_view field = "pool_half") {
   if (s == "default") return pool_half::protocol_default;
   if (s == "whole") return pool_half::whole;
   if (s == "train") return pool_half::train;
   if (s == "test") return pool_half::test;
-  embplan::detail::fail("pool_half", s, "one of \"default\", \"whole\", \"train\", \"test\"");
+  embplan::detail::fail(field, s, "one of \"default\", \"whole\", \"train\", \"test\"");
 }
 
 struct task_options {
