@@ -1,13 +1,31 @@
 #pragma once
-// planner<CostModel, Searcher, Constraint, Reward>: the composition of the four
-// policies (DESIGN.md, "The policies"). Thin public entry: it validates the
-// task, runs the searcher, checks the plan it returns and prices it with the
-// cost model. A planner is a const-callable value: no mutable state, so one
-// instance may serve several threads; the seed is the only source of chance.
+// planner<CostModel, Searcher, Constraint, Reward, Meter>: the composition of
+// the four policies (DESIGN.md, "The policies"). Thin public entry: it
+// validates the task, runs the searcher, holds the returned plan to the
+// policies' contract and prices it. A planner is a const-callable value: no
+// mutable state, so one instance may serve several threads; the seed is the
+// only source of chance.
+//
+// The contract a returned plan is held to (DESIGN.md, "Principles"):
+//  - it covers every table exactly once (a searcher that breaks coverage is a
+//    bug: embplan::error is thrown);
+//  - the Constraint admits it: the planner replays the plan's shards, in plan
+//    order, through Constraint::admits; a plan it refuses is not ok, and the
+//    failure names the searcher, the rule and the shard ("searcher 'x'
+//    violated memory capacity at shard 3 ...");
+//  - every device holds it in memory.
+// Searching on and pricing by are two things: the Searcher searches on
+// CostModel (whose numbers may be heuristic scores, cost_unit_of<CostModel>),
+// and the plan is reported priced by Meter, always in milliseconds
+// (plan_result::cost_ms). Meter defaults to CostModel where that is in ms,
+// else to the analytic model.
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "embplan/concepts/constraint.hpp"
@@ -17,24 +35,78 @@
 #include "embplan/core/costs.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/cost/analytic.hpp"
 #include "embplan/cost/evaluate.hpp"
 
 namespace embplan {
 
-struct plan_result {
-  plan placement;
-  bool ok = false;
-  std::string failure;  // when !ok: why no plan exists (names the table and devices)
-  plan_cost cost;       // simulated by the planner's own cost model
-  double reward = 0.0;
+// What a planner returns: the searcher's result (placement, ok, failure,
+// evaluations, cache use), the plan priced in milliseconds by a named meter,
+// and what the searcher optimised.
+struct plan_result : search_result {
+  plan_cost cost_ms;                      // the plan priced by `meter`: milliseconds, always
+  std::string meter{};                    // name of the cost model that priced cost_ms
+  std::string search_model{};             // name of the cost model the searcher searched on
+  cost_unit search_unit = cost_unit::ms;  // the unit of search_cost
+  plan_cost search_cost;                  // the plan priced by the search model, in search_unit
+  double reward = 0.0;       // Reward::score(task, search_cost): what the searcher optimised
   double sharding_ms = 0.0;  // wall time of the search
-  std::uint64_t evaluations = 0;
-  std::uint64_t cache_lookups = 0;  // the searcher's cost cache, if it has one
-  std::uint64_t cache_hits = 0;
 };
 
-template <class CostModel, class Searcher, class Constraint, class Reward>
+// The model a planner prices its plans with when none is given: the search
+// model where its numbers are milliseconds, else the analytic model.
+template <class CostModel>
+using default_meter_t =
+    std::conditional_t<cost_unit_of<CostModel> == cost_unit::ms, CostModel, analytic_cost>;
+
+namespace planner_detail {
+
+template <class S>
+concept named = requires(const S& s) {
+  { s.name() } -> std::convertible_to<std::string_view>;
+};
+
+template <class S, class M, class C, class R>
+concept can_search = requires(const S& s, const task& t, const M& m, const C& c, const R& r,
+                              std::uint64_t seed) {
+  s.search(t, m, c, r, seed);
+};
+
+// The return type of S::search where S has one, else void.
+template <class S, class M, class C, class R>
+auto search_return() {
+  if constexpr (can_search<S, M, C, R>) {
+    return std::type_identity<decltype(std::declval<const S&>().search(
+        std::declval<const task&>(), std::declval<const M&>(), std::declval<const C&>(),
+        std::declval<const R&>(), std::uint64_t{}))>{};
+  } else {
+    return std::type_identity<void>{};
+  }
+}
+
+}  // namespace planner_detail
+
+template <class CostModel, class Searcher, class Constraint, class Reward,
+          class Meter = default_meter_t<CostModel>>
 class planner {
+  // The searcher's requirements one by one, so that the diagnostic says which
+  // one a candidate misses (the summary assertion below still fires).
+  static constexpr bool policies_ok =
+      cost_model<CostModel> && constraint<Constraint> && reward<Reward>;
+  static_assert(!policies_ok || planner_detail::named<Searcher>,
+                "embplan::planner: the Searcher has no const member name() returning a "
+                "string_view");
+  static_assert(!policies_ok || planner_detail::can_search<Searcher, CostModel, Constraint, Reward>,
+                "embplan::planner: the Searcher has no const member "
+                "search(const task&, const CostModel&, const Constraint&, const Reward&, "
+                "std::uint64_t seed) callable with these policies");
+  static_assert(
+      !policies_ok || !planner_detail::can_search<Searcher, CostModel, Constraint, Reward> ||
+          std::same_as<typename decltype(planner_detail::search_return<Searcher, CostModel,
+                                                                       Constraint, Reward>())::type,
+                       search_result>,
+      "embplan::planner: Searcher::search(...) must return embplan::search_result "
+      "(placement, ok, failure, evaluations, cache counts)");
   static_assert(cost_model<CostModel>,
                 "embplan::planner: the first parameter must model embplan::cost_model "
                 "(name, shard_cost, compute, communication; see concepts/cost_model.hpp)");
@@ -47,46 +119,57 @@ class planner {
   static_assert(!(cost_model<CostModel> && constraint<Constraint> && reward<Reward>) ||
                     searcher_for<Searcher, CostModel, Constraint, Reward>,
                 "embplan::planner: the second parameter must model embplan::searcher "
-                "for these policies (name, search(task, cost, constraint, reward, seed))");
+                "for these policies: name() and a const member "
+                "search(task, cost, constraint, reward, seed) returning embplan::search_result "
+                "(see concepts/searcher.hpp)");
+  static_assert(cost_model<Meter> && cost_unit_of<Meter> == cost_unit::ms,
+                "embplan::planner: the fifth parameter (Meter) must be a cost model in "
+                "milliseconds: a planner reports its plans in ms (e.g. embplan::analytic_cost)");
 
  public:
   using cost_model_type = CostModel;
   using searcher_type = Searcher;
   using constraint_type = Constraint;
   using reward_type = Reward;
+  using meter_type = Meter;
 
   planner() = default;
-  planner(CostModel cost, Searcher search, Constraint rule, Reward score)
+  planner(CostModel cost, Searcher search, Constraint rule, Reward score, Meter meter = {})
       : cost_(std::move(cost))
       , search_(std::move(search))
       , constraint_(std::move(rule))
-      , reward_(std::move(score)) {}
+      , reward_(std::move(score))
+      , meter_(std::move(meter)) {}
 
   plan_result operator()(const task& t, std::uint64_t seed = 0) const {
     validate(t);
-    const auto start = std::chrono::steady_clock::now();
-    search_result found = search_.search(t, cost_, constraint_, reward_, seed);
-    const auto stop = std::chrono::steady_clock::now();
-
     plan_result out;
+    const auto start = std::chrono::steady_clock::now();
+    static_cast<search_result&>(out) = search_.search(t, cost_, constraint_, reward_, seed);
+    const auto stop = std::chrono::steady_clock::now();
     out.sharding_ms = std::chrono::duration<double, std::milli>(stop - start).count();
-    out.evaluations = found.evaluations;
-    out.cache_lookups = found.cache_lookups;
-    out.cache_hits = found.cache_hits;
-    out.ok = found.ok;
-    out.failure = std::move(found.failure);
-    out.placement = std::move(found.placement);
+    out.meter = std::string(meter_.name());
+    out.search_model = std::string(cost_.name());
+    out.search_unit = cost_unit_of<CostModel>;
     if (!out.ok) return out;
-    // A searcher that breaks coverage is a bug and throws; one whose plan does
-    // not fit memory simply failed the task (it counts against success rate).
+
+    // A searcher that breaks coverage is a bug and throws; one whose plan the
+    // constraint refuses or that does not fit memory failed the task (it
+    // counts against the success rate) and says why.
     validate(out.placement, t, plan_check{.dim_multiple = 0, .memory = false});
-    out.cost = evaluate(t, out.placement, cost_);
-    out.reward = reward_.score(t, out.cost);
+    if (!replay_constraint(t, out)) return out;
+    out.search_cost = evaluate(t, out.placement, cost_);
+    if constexpr (std::is_same_v<Meter, CostModel>) {
+      out.cost_ms = out.search_cost;
+    } else {
+      out.cost_ms = evaluate(t, out.placement, meter_);
+    }
+    out.reward = reward_.score(t, out.search_cost);
     for (std::size_t d = 0; d < t.cluster.size(); ++d) {
-      if (out.cost.memory_bytes[d] > t.cluster.devices[d].memory_bytes) {
+      if (out.cost_ms.memory_bytes[d] > t.cluster.devices[d].memory_bytes) {
         out.ok = false;
         out.failure = "device " + std::to_string(d) + " holds " +
-                      std::to_string(out.cost.memory_bytes[d]) + " bytes, more than its " +
+                      std::to_string(out.cost_ms.memory_bytes[d]) + " bytes, more than its " +
                       std::to_string(t.cluster.devices[d].memory_bytes);
         break;
       }
@@ -98,12 +181,39 @@ class planner {
   const Searcher& searcher() const noexcept { return search_; }
   const Constraint& rule() const noexcept { return constraint_; }
   const Reward& scorer() const noexcept { return reward_; }
+  const Meter& meter() const noexcept { return meter_; }
 
  private:
+  // The plan's shards, in plan order, through Constraint::admits. False (and
+  // out.ok = false, out.failure naming searcher, rule and shard) at the first
+  // shard the constraint refuses.
+  bool replay_constraint(const task& t, plan_result& out) const {
+    placement_state st(t.cluster.size());
+    const auto& shards = out.placement.shards;
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+      const shard& s = shards[i];
+      if (!static_cast<bool>(constraint_.admits(t, st, s))) {
+        const auto& spec = t.tables[s.table];
+        out.ok = false;
+        out.failure = "searcher '" + std::string(search_.name()) + "' violated " +
+                      std::string(constraint_.describe()) + " at shard " + std::to_string(i) +
+                      ": table " + std::to_string(s.table) +
+                      (spec.name.empty() ? std::string() : " '" + spec.name + "'") + " columns [" +
+                      std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ") rows [" +
+                      std::to_string(s.row_begin) + ", " + std::to_string(s.row_end) + ")" +
+                      (s.replica ? " (replica)" : "") + " on device " + std::to_string(s.device);
+        return false;
+      }
+      st.place(t, s);
+    }
+    return true;
+  }
+
   CostModel cost_{};
   Searcher search_{};
   Constraint constraint_{};
   Reward reward_{};
+  Meter meter_{};
 };
 
 }  // namespace embplan

@@ -1,5 +1,6 @@
-// EXPECT: template constraint failure for .*embplan::all_of
-// all_of composes constraints only.
+// EXPECT: all_of_part<1, int>.*part has no const member admits
+// all_of composes constraints only; the diagnostic names the part (position 1,
+// int) and the member it lacks.
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/constraint/memory.hpp"
 

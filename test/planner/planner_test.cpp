@@ -43,11 +43,11 @@ TEST_CASE("a planner composed with knobs: analytic greedy under a device-dim bou
         embplan::neg_max_cost_reward{}};
   const auto r = p(t, 0);
   REQUIRE(r.ok);
-  for (const auto d : r.cost.dim_sum)
+  for (const auto d : r.cost_ms.dim_sum)
     CHECK(d <= bound);
-  CHECK(r.reward == -r.cost.max_ms());
+  CHECK(r.reward == -r.cost_ms.max_ms());
   // Analytic costs only add launches and communication to the additive part.
-  CHECK(r.cost.max_ms() >= embplan::additive_lower_bound(t, p.cost()));
+  CHECK(r.cost_ms.max_ms() >= embplan::additive_lower_bound(t, p.cost()));
   CHECK(p.rule().describe() ==
         "memory capacity and columns a multiple of 4 and device dim at most " +
             std::to_string(bound));

@@ -10,6 +10,7 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
+#include "embplan/run_preset.hpp"
 
 #include "support/random_task.hpp"
 
@@ -47,8 +48,9 @@ TEST_CASE("every preset gives a valid plan, the same for the same seed") {
     REQUIRE(r.ok);
     CHECK(r.failure.empty());
     CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
-    CHECK(r.cost.devices.size() == 4);
-    CHECK(r.cost.max_ms() > 0.0);
+    CHECK(r.cost_ms.devices.size() == 4);
+    CHECK(r.cost_ms.max_ms() > 0.0);
+    CHECK(!r.meter.empty());
     CHECK(r.sharding_ms >= 0.0);
     const auto again = embplan::run_preset(name, t, 17);
     CHECK(again.placement == r.placement);
@@ -65,14 +67,14 @@ TEST_CASE("the presets score as their papers do") {
   const auto t = sample_task(5);
   const auto greedy = embplan::lookup_greedy_planner{}(t);
   REQUIRE(greedy.ok);
-  CHECK(greedy.reward == greedy.cost.balance());  // AutoShard's degree of balance
-  CHECK(greedy.reward > 0.9);                     // greedy balances its own cost
+  CHECK(greedy.reward == greedy.search_cost.balance());  // AutoShard's degree of balance
+  CHECK(greedy.reward > 0.9);                            // greedy balances its own cost
   const auto rnd = embplan::random_planner{}(t, 4);
   REQUIRE(rnd.ok);
-  CHECK(rnd.reward == -rnd.cost.max_ms());  // DreamShard's negative cost
+  CHECK(rnd.reward == -rnd.cost_ms.max_ms());  // DreamShard's negative cost
   const auto searched = embplan::random_search_planner{}(t, 4);
   REQUIRE(searched.ok);
-  CHECK(searched.cost.max_ms() <= rnd.cost.max_ms());  // its first sample is that random plan
+  CHECK(searched.cost_ms.max_ms() <= rnd.cost_ms.max_ms());  // its first sample is that random plan
   CHECK(searched.evaluations == 100 * (4 + 2));
 }
 

@@ -15,7 +15,10 @@ TEST_CASE("embplan.hpp plans a NeuroShard-protocol task end to end") {
   for (const auto& t : tasks) {
     const auto r = embplan::lookup_greedy_planner{}(t, 0);
     REQUIRE(r.ok);
-    CHECK(r.cost.max_ms() >= embplan::additive_lower_bound(t, embplan::lookup_cost{}));
+    // The bound is in the search model's units (lookups x columns), as is search_cost.
+    CHECK(r.search_unit == embplan::cost_unit::heuristic);
+    CHECK(r.search_cost.max_ms() >= embplan::additive_lower_bound(t, embplan::lookup_cost{}));
+    CHECK(r.meter == "analytic");
     const auto back = embplan::io::plan_from_json(embplan::io::to_json(r.placement, t), t);
     CHECK(back == r.placement);
   }

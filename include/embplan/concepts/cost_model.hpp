@@ -31,4 +31,31 @@ concept cost_model = std::copy_constructible<M> &&
   { m.communication(t, dim_sum, start_ms, out) } -> std::same_as<void>;
 };
 
+// What a cost model's numbers are. The contract above is milliseconds; the
+// papers' heuristic baselines (cost/heuristic.hpp) balance a score instead
+// (bytes, columns, lookups) and say so with
+//   static constexpr cost_unit unit = cost_unit::heuristic;
+// A planner searches on any model but reports a plan in milliseconds only:
+// it prices the plan with a model whose unit is ms (planner.hpp, Meter).
+enum class cost_unit : unsigned char { ms, heuristic };
+
+namespace concepts::detail {
+template <class M>
+constexpr cost_unit unit_of() noexcept {
+  if constexpr (requires { M::unit; }) {
+    return M::unit;
+  } else {
+    return cost_unit::ms;
+  }
+}
+}  // namespace concepts::detail
+
+// The unit of M's numbers: M::unit where M declares one, else milliseconds.
+template <class M>
+inline constexpr cost_unit cost_unit_of = concepts::detail::unit_of<M>();
+
+inline constexpr std::string_view to_string(cost_unit u) noexcept {
+  return u == cost_unit::ms ? "ms" : "heuristic units";
+}
+
 }  // namespace embplan

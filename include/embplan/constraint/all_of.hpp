@@ -5,6 +5,7 @@
 // default_constraint is what the papers' settings impose: memory capacity and
 // column counts that are multiples of 4.
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,8 +20,43 @@
 
 namespace embplan {
 
-template <constraint... Cs>
+namespace constraint_detail {
+
+// all_of's parts are checked one requirement at a time, so that a part that is
+// no constraint fails with its position and type (the instantiation of
+// all_of_part<Position, Part> in the diagnostic) and the requirement it misses.
+template <std::size_t Position, class Part>
+struct all_of_part {
+  static_assert(std::copy_constructible<Part>,
+                "embplan::all_of: part is not copy-constructible (constraints are value types)");
+  static_assert(
+      requires(const Part& c, const task& t, const placement_state& st, const shard& s) {
+        { c.admits(t, st, s) } -> std::convertible_to<bool>;
+      },
+      "embplan::all_of: part has no const member admits(const task&, const placement_state&, "
+      "const shard&) returning bool");
+  static_assert(
+      requires(const Part& c) {
+        { c.describe() } -> std::convertible_to<std::string>;
+      },
+      "embplan::all_of: part has no const member describe() returning std::string");
+  static constexpr bool ok = constraint<Part>;
+};
+
+template <class... Cs, std::size_t... Position>
+consteval bool all_parts_are_constraints(std::index_sequence<Position...>) {
+  return (all_of_part<Position, Cs>::ok && ...);
+}
+
+}  // namespace constraint_detail
+
+template <class... Cs>
 class all_of {
+  static_assert(
+      constraint_detail::all_parts_are_constraints<Cs...>(std::index_sequence_for<Cs...>{}),
+      "embplan::all_of: every part must model embplan::constraint (see above for which "
+      "part misses which member)");
+
  public:
   all_of() = default;
   explicit(false) all_of(Cs... parts) requires(sizeof...(Cs) > 0) : parts_(std::move(parts)...) {}

@@ -37,6 +37,10 @@ enum class heuristic : std::uint8_t { size, dim, lookup, size_lookup };
 
 template <heuristic Kind>
 struct heuristic_cost {
+  // Scores, not milliseconds: a planner that searches on one reports its plan
+  // priced by a meter in ms (planner.hpp).
+  static constexpr cost_unit unit = cost_unit::heuristic;
+
   std::string_view name() const noexcept {
     switch (Kind) {
       case heuristic::size:
@@ -94,5 +98,6 @@ using lookup_cost = heuristic_cost<heuristic::lookup>;
 static_assert(cost_model<lookup_cost>);
 using size_lookup_cost = heuristic_cost<heuristic::size_lookup>;
 static_assert(cost_model<size_lookup_cost>);
+static_assert(cost_unit_of<lookup_cost> == cost_unit::heuristic);
 
 }  // namespace embplan

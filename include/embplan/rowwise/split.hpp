@@ -20,15 +20,19 @@
 // 0 hottest, as after a frequency-sorted remap); room for them is reserved on
 // every chosen device.
 // The inner searcher then sees a task of the remaining tables whose device
-// capacities are reduced by what the row shards took. It does not see their
-// load (nor their columns, for a max-device-dim rule): the remaining tables
-// are balanced among themselves.
+// capacities are reduced by what the row shards took. Its cost model and
+// reward do not see the row shards' load: the remaining tables are balanced
+// among themselves. Its constraint, though, is always asked in the caller's
+// terms (detail::in_full_task): the full task, each table under its own index
+// (a rule that pins "table 3" still means the caller's table 3, not the third
+// table of the sub-task) and a device state that counts the row shards.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,7 +45,7 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/rowwise/partition.hpp"
-#include "embplan/search/detail/infeasible.hpp"
+#include "embplan/search/infeasible.hpp"
 
 namespace embplan::rowwise {
 
@@ -119,6 +123,50 @@ std::optional<std::vector<shard>> split_by_rows(const task& t, const placement_s
   return std::nullopt;
 }
 
+// The constraint the inner searcher is given: questions about the sub-task
+// (tables renumbered, capacities reduced by the row shards) translated into
+// the caller's task. A sub-task shard of table k is asked about as table
+// index[k] of `full`, on a state that adds the row shards (`base`) to what the
+// inner searcher placed; the sub-task's reduced capacities and the full
+// task's capacities with the row shards counted are the same memory.
+template <constraint Constraint>
+class in_full_task {
+ public:
+  in_full_task(const Constraint& rule, const task& full, std::span<const std::size_t> index,
+               const placement_state& base) noexcept
+      : rule_(&rule), full_(&full), index_(index), base_(&base) {}
+
+  bool admits(const task&, const placement_state& st, const shard& s) const {
+    return static_cast<bool>(rule_->admits(*full_, combined(st), translated(s)));
+  }
+  // The bytes of a sub-task shard are those of the same block of the full
+  // task's table (the sub-task's tables are copies).
+  bool admits(const task&, const placement_state& st, const shard& s, std::uint64_t bytes) const {
+    return admits_with_bytes(*rule_, *full_, combined(st), translated(s), bytes);
+  }
+  std::string describe() const { return std::string(rule_->describe()); }
+
+ private:
+  shard translated(shard s) const noexcept {
+    s.table = static_cast<std::uint32_t>(index_[s.table]);
+    return s;
+  }
+  placement_state combined(const placement_state& st) const {
+    placement_state out = *base_;
+    for (std::size_t d = 0; d < out.memory_bytes.size(); ++d) {
+      out.memory_bytes[d] += st.memory_bytes[d];
+      out.dim_sum[d] += st.dim_sum[d];
+      out.shard_count[d] += st.shard_count[d];
+    }
+    return out;
+  }
+
+  const Constraint* rule_;
+  const task* full_;
+  std::span<const std::size_t> index_;
+  const placement_state* base_;
+};
+
 }  // namespace detail
 
 template <class Inner>
@@ -183,8 +231,11 @@ struct split_oversized {
     sub.tables.reserve(rest.size());
     for (const std::size_t i : rest)
       sub.tables.push_back(t.tables[i]);
-    search_result r = inner.search(sub, model, rule, score, seed);
+    const detail::in_full_task<Constraint> sub_rule(rule, t, rest, st);
+    search_result r = inner.search(sub, model, sub_rule, score, seed);
     out.evaluations = r.evaluations;
+    out.cache_lookups = r.cache_lookups;
+    out.cache_hits = r.cache_hits;
     if (!r.ok) {
       out.failure = "after splitting " + split_names +
                     " by rows, the other tables do not fit (table indices below count only "
