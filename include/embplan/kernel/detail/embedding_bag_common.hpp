@@ -3,6 +3,7 @@
 // per-table argument blocks the dispatcher (kernel/embedding_bag.hpp) hands
 // them, the per-lookup record of the backward, and a few helpers.
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -151,5 +152,34 @@ void with_bool(bool b, F&& f) {
     f(std::false_type{});
   }
 }
+
+// What a vector instruction set gives the shared vector body
+// (detail/embedding_bag_vector.hpp): `vec` holds `width` floats; a chunk is
+// `chunk_vectors` of them (its accumulators stay in registers); `tail` is a
+// partial last vector of 1..width-1 columns (make_tail); loads widen fp16
+// exactly and stores narrow to fp16 rounding to nearest even, as to_float /
+// to_half; fma(a, b, c) = a * b + c rounded once. All of it always inline and
+// compiled for the ISA's target, as the body is.
+template <class I>
+concept vector_isa = requires(const float* src, const half* src_half, float* dst, half* dst_half,
+                              typename I::vec v, const typename I::tail& tail, float x,
+                              int columns) {
+  requires std::same_as<decltype(I::width), const int>;
+  requires std::same_as<decltype(I::chunk_vectors), const int>;
+  { I::make_tail(columns) } -> std::same_as<typename I::tail>;
+  { I::zero() } -> std::same_as<typename I::vec>;
+  { I::broadcast(x) } -> std::same_as<typename I::vec>;
+  { I::add(v, v) } -> std::same_as<typename I::vec>;
+  { I::mul(v, v) } -> std::same_as<typename I::vec>;
+  { I::fma(v, v, v) } -> std::same_as<typename I::vec>;
+  { I::load(src) } -> std::same_as<typename I::vec>;
+  { I::load(src_half) } -> std::same_as<typename I::vec>;
+  { I::load(src, tail) } -> std::same_as<typename I::vec>;
+  { I::load(src_half, tail) } -> std::same_as<typename I::vec>;
+  I::store(dst, v);
+  I::store(dst_half, v);
+  I::store(dst, v, tail);
+  I::store(dst_half, v, tail);
+};
 
 }  // namespace embplan::kernel::detail
