@@ -32,9 +32,9 @@ struct device_cost {
 };
 
 struct plan_cost {
-  std::vector<device_cost> devices;
-  std::vector<std::uint64_t> memory_bytes;
-  std::vector<std::int64_t> dim_sum;
+  std::vector<device_cost> devices{};
+  std::vector<std::uint64_t> memory_bytes{};
+  std::vector<std::int64_t> dim_sum{};
 
   double max_ms() const noexcept {
     double m = 0.0;

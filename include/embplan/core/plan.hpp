@@ -61,7 +61,7 @@ inline std::uint64_t shard_bytes(const task& t, const shard& s) {
 }
 
 struct plan {
-  std::vector<shard> shards;
+  std::vector<shard> shards{};
 
   friend bool operator==(const plan&, const plan&) = default;
 };

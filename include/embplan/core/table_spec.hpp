@@ -83,7 +83,7 @@ inline optimizer parse_optimizer(std::string_view s, std::string_view field) {
 }
 
 struct table_spec {
-  std::string name;
+  std::string name{};
   std::int64_t rows = 0;        // hash size
   std::int32_t dim = 0;         // embedding dimension (columns)
   double pooling_factor = 0.0;  // mean lookups per bag

@@ -12,9 +12,9 @@
 namespace embplan {
 
 struct task {
-  std::string name;
-  std::vector<table_spec> tables;
-  topology cluster;
+  std::string name{};
+  std::vector<table_spec> tables{};
+  topology cluster{};
   std::int64_t batch_size = 65536;  // MetaSyn's global batch (fbgemm_t856_bs65536)
   optimizer optimizer_state = optimizer::none;
 

@@ -20,7 +20,7 @@ inline constexpr std::uint64_t gib = std::uint64_t{1} << 30;
 // The L2 bandwidth is an estimate (~3x DRAM, as microbenchmarks of Turing
 // report); it only prices re-reads of rows hot enough to stay in L2.
 struct device_spec {
-  std::string name;
+  std::string name{};
   std::uint64_t memory_bytes = 4 * gib;
   double memory_bandwidth_gbps = 616.0;   // GB/s of device memory
   double cache_bandwidth_gbps = 2000.0;   // GB/s when a row is re-read from L2
@@ -33,7 +33,7 @@ struct device_spec {
 // GB/s achieved by all-to-all; the 2080 Ti has no NVLink in 8-GPU servers) and
 // a 100 Gb/s NIC between hosts (12.5 GB/s).
 struct topology {
-  std::vector<device_spec> devices;
+  std::vector<device_spec> devices{};
   std::int32_t devices_per_host = 8;
   double intra_host_bandwidth_gbps = 12.0;
   double inter_host_bandwidth_gbps = 12.5;

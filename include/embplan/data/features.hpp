@@ -31,7 +31,7 @@ namespace embplan::data {
 struct feature_options {
   std::int64_t min_rows = 1;  // floor of the extracted rows
   std::int32_t dim = 0;       // copied into the spec (0: unknown)
-  std::string name;           // copied into the spec
+  std::string name{};         // copied into the spec
 };
 
 namespace detail {
