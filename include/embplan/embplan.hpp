@@ -1,54 +1,18 @@
 #pragma once
 // embplan — everything in one include. Prefer the individual headers in a
-// library; this one is for programs and quick experiments.
+// library; this one is for programs and quick experiments. Planning with a
+// heuristic or analytic cost needs only embplan/core.hpp (no Eigen,
+// nlohmann/json or xtensor).
 
-// core: the data model
-#include "embplan/core/checked.hpp"
-#include "embplan/core/costs.hpp"
-#include "embplan/core/error.hpp"
-#include "embplan/core/plan.hpp"
-#include "embplan/core/random.hpp"
-#include "embplan/core/table_spec.hpp"
-#include "embplan/core/task.hpp"
-#include "embplan/core/topology.hpp"
+// the planning API: data model, contracts, policies, searchers, presets
+#include "embplan/core.hpp"
+// the presets by name at run time (the CLI's registry)
+#include "embplan/run_preset.hpp"
 
-// the policy contracts
-#include "embplan/concepts/constraint.hpp"
-#include "embplan/concepts/cost_model.hpp"
-#include "embplan/concepts/reward.hpp"
-#include "embplan/concepts/searcher.hpp"
-
-// policies
-#include "embplan/constraint/all_of.hpp"
-#include "embplan/constraint/dim_multiple.hpp"
-#include "embplan/constraint/max_device_dim.hpp"
-#include "embplan/constraint/memory.hpp"
-#include "embplan/cost/analytic.hpp"
-#include "embplan/cost/evaluate.hpp"
-#include "embplan/cost/heuristic.hpp"
-#include "embplan/reward/balance.hpp"
-#include "embplan/reward/memory_penalty.hpp"
-#include "embplan/reward/neg_max_cost.hpp"
-#include "embplan/search/column_beam.hpp"
-#include "embplan/search/greedy.hpp"
-#include "embplan/search/grid_greedy.hpp"
-#include "embplan/search/local_search.hpp"
-#include "embplan/search/lower_bound.hpp"
-#include "embplan/search/random.hpp"
-#include "embplan/search/random_search.hpp"
-// row-wise sharding: partitions, skew, hot-row replication, sizing, the split pre-pass
-#include "embplan/rowwise/gather.hpp"
-#include "embplan/rowwise/load.hpp"
-#include "embplan/rowwise/partition.hpp"
-#include "embplan/rowwise/replication.hpp"
-#include "embplan/rowwise/sizing.hpp"
-#include "embplan/rowwise/split.hpp"
-#include "embplan/rowwise/zipf.hpp"
-#include "embplan/search/torchrec_like.hpp"
-
-// composition
-#include "embplan/planner.hpp"
-#include "embplan/presets.hpp"
+// learned cost models (NeuroShard's compute and communication nets)
+#include "embplan/cost/features.hpp"
+#include "embplan/cost/neural.hpp"
+#include "embplan/cost/neural_comm.hpp"
 
 // data and formats
 #include "embplan/data/features.hpp"

@@ -18,6 +18,6 @@ int main() {
   if (!result.ok) return 1;
   embplan::validate(result.placement, t);
   std::printf("planned %zu shards, cost %.3f ms\n", result.placement.shards.size(),
-              result.cost.max_ms());
+              result.cost_ms.max_ms());
   return 0;
 }

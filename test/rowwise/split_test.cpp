@@ -13,6 +13,7 @@
 #include "embplan/io/torchrec.hpp"
 #include "embplan/presets.hpp"
 #include "embplan/reward/balance.hpp"
+#include "embplan/run_preset.hpp"
 #include "embplan/search/greedy.hpp"
 #include "embplan/search/random.hpp"
 

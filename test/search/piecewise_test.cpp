@@ -1,4 +1,4 @@
-#include "embplan/search/detail/piecewise.hpp"
+#include "embplan/search/piecewise.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,6 +17,7 @@
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
+#include "embplan/search/detail/piecewise.hpp"
 
 #include "support/random_task.hpp"
 
@@ -50,12 +51,53 @@ struct whole_groups {
   }
 };
 static_assert(embplan::cost_model<whole_groups<embplan::analytic_cost>>);
-static_assert(
-    !embplan::search::detail::piecewise_compute<whole_groups<embplan::neural_cost>>::enabled);
+static_assert(!embplan::search::piecewise_compute<whole_groups<embplan::neural_cost>>::enabled);
+
+// A model outside the library that opts in through the public customisation
+// point, as cost/neural.hpp does: the analytic model's compute, counted.
+struct counted_analytic {
+  embplan::analytic_cost m;
+  std::string_view name() const noexcept { return "counted_analytic"; }
+  embplan::compute_cost compute(const embplan::task& t, std::span<const embplan::shard> g,
+                                std::size_t d) const {
+    return m.compute(t, g, d);
+  }
+  double shard_cost(const embplan::task& t, const embplan::shard& s) const {
+    return m.shard_cost(t, s);
+  }
+  void communication(const embplan::task& t, std::span<const std::int64_t> dim_sum,
+                     std::span<const double> start_ms, std::span<embplan::comm_cost> out) const {
+    m.communication(t, dim_sum, start_ms, out);
+  }
+};
+static_assert(embplan::cost_model<counted_analytic>);
+
+int counted_pieces = 0;
 
 using embplan_test::search_task;
 
 }  // namespace
+
+template <>
+struct embplan::search::piecewise_compute<counted_analytic> {
+  using base = piecewise_compute<embplan::analytic_cost>;
+  static constexpr bool enabled = true;
+  static constexpr bool cache_groups = true;
+  using term = base::term;
+  using sum = base::sum;
+  static bool usable(const counted_analytic&) noexcept { return true; }
+  static term piece(const counted_analytic& c, const embplan::task& t, const embplan::shard& s,
+                    std::size_t d) {
+    ++counted_pieces;
+    return base::piece(c.m, t, s, d);
+  }
+  static sum start(const counted_analytic& c) noexcept { return base::start(c.m); }
+  static void add(const counted_analytic& c, sum& acc, term v) noexcept { base::add(c.m, acc, v); }
+  static embplan::compute_cost finish(const counted_analytic& c, const embplan::task& t, sum acc,
+                                      std::size_t pieces, std::size_t d) noexcept {
+    return base::finish(c.m, t, acc, pieces, d);
+  }
+};
 
 // Nets of NeuroShard's shape (head 32-64-1) and of other head depths: one
 // layer (32-1: the cost is the first layer's output), and three (32-48-16-1).
@@ -101,7 +143,7 @@ TEST_CASE("packed net: finish(start + row terms in order) is bitwise operator(),
 }
 
 TEST_CASE("neural piecewise path is bitwise neural_cost::compute on random groups") {
-  using pw = embplan::search::detail::piecewise_compute<embplan::neural_cost>;
+  using pw = embplan::search::piecewise_compute<embplan::neural_cost>;
   const auto& model = bundled();
   REQUIRE(pw::usable(model));
   const auto t = search_task(5, 24, 2);
@@ -160,4 +202,22 @@ TEST_CASE("neuroshard search: the same plan with and without the piecewise path"
       REQUIRE(n.ok);
     }
   }
+}
+
+TEST_CASE("a model's own piecewise_compute specialisation is what the searchers use") {
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  const embplan::column_beam beam{.candidates = 4, .width = 2, .steps = 4, .grid = 5};
+  const auto t = search_task(3, 12, 4);
+  const embplan::search::detail::device_kinds kinds(t);
+  const counted_analytic model;
+  embplan::search::detail::group_pricer<counted_analytic> pricer(t, model, kinds);
+  CHECK(pricer.piecewise());
+  CHECK(!pricer.folds());  // cache_groups = true
+  counted_pieces = 0;
+  const auto mine = beam.search(t, model, rule, reward, 0);
+  CHECK(counted_pieces > 0);
+  const auto ref = beam.search(t, model.m, rule, reward, 0);
+  REQUIRE(mine.ok == ref.ok);
+  CHECK(mine.placement == ref.placement);
 }

@@ -18,6 +18,8 @@
 // one file says what it is, how it was trained and on what meter.
 #include <Eigen/Core>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -42,6 +44,7 @@
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/packed_compute_cost_net.hpp"
 #include "embplan/nn/serialize.hpp"
+#include "embplan/search/piecewise.hpp"
 
 namespace embplan {
 
@@ -122,7 +125,7 @@ class neural_cost {
   }
 
   // compute() as a fold, for a planner that adds a device's pieces one at a
-  // time (search/detail/piecewise.hpp; nn::packed_compute_cost_net::term):
+  // time (search/piecewise.hpp, specialised below; nn::packed_compute_cost_net::term):
   // compute(t, group, d) is bitwise from_fold(t, z, group.size()),
   // z = fold_start() + piece_term(group[0]) + piece_term(group[1]) + ... in
   // float, element by element, in group order.
@@ -258,5 +261,53 @@ class neural_cost {
   std::variant<analytic_cost, neural_comm> comm_{};
 };
 static_assert(cost_model<neural_cost>);
+
+// neural_cost::compute: the head's first layer is linear in the sum of the
+// pieces' table-MLP latents, so a device's pre-activation is that layer's
+// bias plus each piece's latent through its weight (a term: 64 floats for
+// NeuroShard's head 32-64-1, up to max_term), added in group order
+// (neural_cost::piece_term / fold_start / from_fold; the packed net's
+// operator() adds them the same way, so the fold is bitwise compute()).
+// A term is computed once per piece; placing a piece then costs a 64-float
+// add and the rest of the head (ReLU and a 64-float dot: ~14-15 ns for
+// finish() in bench_nn's bm_packed_finish), where folding latents cost the
+// 32x64 layer as well (~96 ns; NeuroShard-protocol 8-device tasks place
+// ~92k pieces each). Finishing is cheaper than a look-up in the search's
+// cache (measured with the 96 ns head: caching device costs cut the heads
+// from 92k to 16k per task but the time only from 22 to 21 ms), so device
+// costs are folded, not cached (cache_groups = false).
+template <>
+struct search::piecewise_compute<neural_cost> {
+  static constexpr bool enabled = true;
+  static constexpr bool cache_groups = false;
+  static constexpr std::size_t max_term = 64;
+  struct term {
+    alignas(64) std::array<float, max_term> v{};
+  };
+  using sum = term;
+
+  // A net with a wider first head layer is priced by compute() (no piecewise path).
+  static bool usable(const neural_cost& m) { return m.term_size() <= max_term; }
+
+  static term piece(const neural_cost& m, const task& t, const shard& s, std::size_t) {
+    term out;
+    m.piece_term(t, s, out.v.data());
+    return out;
+  }
+
+  static sum start(const neural_cost& m) {
+    sum out;
+    m.fold_start(out.v.data());
+    return out;
+  }
+  static void add(const neural_cost& m, sum& acc, const term& x) {
+    m.fold_add(acc.v.data(), x.v.data());
+  }
+
+  static compute_cost finish(const neural_cost& m, const task& t, const sum& acc,
+                             std::size_t pieces, std::size_t) {
+    return m.from_fold(t, acc.v.data(), pieces);
+  }
+};
 
 }  // namespace embplan

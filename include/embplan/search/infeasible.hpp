@@ -1,6 +1,6 @@
 #pragma once
-// The message a searcher returns when a table fits on no device: which table
-// (name, index, bytes), under which rule, and how much memory is left where.
+// The message a searcher returns when a table fits on no device — for custom
+// searchers, so that every planner fails the same readable way.
 
 #include <algorithm>
 #include <cstddef>
@@ -11,11 +11,17 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 
-namespace embplan::search::detail {
+namespace embplan::search {
 
 // Devices listed one by one up to this many; beyond it, only the roomiest.
 inline constexpr std::size_t listed_devices = 16;
 
+// Why table `table` of `t` fits on no device in state `st` under `rule`:
+// which table (name, index, bytes), under which rule (rule.describe()), and how
+// much memory is left on each device (or, past listed_devices devices, where
+// the most is left). A searcher that gives up returns it as
+// search_result::failure, e.g.
+//   if (!placed) return {.ok = false, .failure = search::no_device_for(t, st, i, rule)};
 template <constraint Constraint>
 std::string no_device_for(const task& t, const placement_state& st, std::size_t table,
                           const Constraint& rule) {
@@ -44,4 +50,10 @@ std::string no_device_for(const task& t, const placement_state& st, std::size_t 
   return out;
 }
 
-}  // namespace embplan::search::detail
+namespace detail {
+// The spelling the bundled searchers used while it lived in detail/.
+using search::listed_devices;
+using search::no_device_for;
+}  // namespace detail
+
+}  // namespace embplan::search

@@ -1,0 +1,91 @@
+#pragma once
+// run_preset: the planners of presets.hpp by name, at run time (the CLI's
+// registry). Kept out of presets.hpp because a call instantiates every preset
+// planner: include it only where a name picks the planner.
+// Each name also runs with the prefix "rowwise_" (e.g. rowwise_lookup_greedy):
+// the same planner behind rowwise::split_oversized, so a table that fits no
+// device is split by rows instead of failing the task (rowwise/split.hpp).
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "embplan/concepts/cost_model.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "embplan/planner.hpp"
+#include "embplan/presets.hpp"
+
+namespace embplan {
+
+namespace presets::detail {
+
+inline constexpr std::array<std::string_view, 9> names{
+    "random",        "size_greedy", "dim_greedy", "lookup_greedy", "size_lookup_greedy",
+    "random_search", "torchrec",    "neuroshard", "neuroshard_ls"};
+
+inline constexpr std::string_view rowwise_prefix = "rowwise_";
+
+inline std::string joined_names() {
+  std::string out;
+  for (const auto n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out + " (each also prefixed rowwise_: tables that fit no device split by rows)";
+}
+
+}  // namespace presets::detail
+
+// The names run_preset accepts, in a fixed order.
+inline std::span<const std::string_view> preset_names() noexcept {
+  return presets::detail::names;
+}
+
+namespace presets::detail {
+
+// `p` as it is, or with its searcher behind rowwise::split_oversized.
+template <class Planner>
+plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t seed) {
+  if (!rowwise) return p(t, seed);
+  return rowwise_planner_of<Planner>(
+      p.cost(), rowwise::split_oversized<typename Planner::searcher_type>{.inner = p.searcher()},
+      p.rule(), p.scorer())(t, seed);
+}
+
+}  // namespace presets::detail
+
+// Runs the named preset on `t`. The planners that search on any cost model
+// (neuroshard, neuroshard_ls and their rowwise_ forms: NeuroShard's "pre-train,
+// then search", §3) search on `model`, e.g. a learned neural_cost, by default
+// the analytic model; the others keep their own cost (the baselines are
+// defined by it). An unknown name throws embplan::error naming the field
+// 'planner', the value and the accepted names.
+// A template even without `model`, so that a TU that never calls it does not
+// instantiate the eighteen planners.
+template <cost_model Model = analytic_cost>
+plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
+                       const Model& model = Model{}) {
+  namespace pd = presets::detail;
+  const bool rowwise = name.starts_with(pd::rowwise_prefix);
+  const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
+  if (base == "random") return pd::run(random_planner{}, rowwise, t, seed);
+  if (base == "size_greedy") return pd::run(size_greedy_planner{}, rowwise, t, seed);
+  if (base == "dim_greedy") return pd::run(dim_greedy_planner{}, rowwise, t, seed);
+  if (base == "lookup_greedy") return pd::run(lookup_greedy_planner{}, rowwise, t, seed);
+  if (base == "size_lookup_greedy") return pd::run(size_lookup_greedy_planner{}, rowwise, t, seed);
+  if (base == "random_search") return pd::run(random_search_planner{}, rowwise, t, seed);
+  if (base == "torchrec") return pd::run(torchrec_planner{}, rowwise, t, seed);
+  if (base == "neuroshard") {
+    return pd::run(basic_neuroshard_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
+  }
+  if (base == "neuroshard_ls") {
+    return pd::run(basic_neuroshard_ls_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
+  }
+  detail::fail("planner", name, "one of " + pd::joined_names());
+}
+
+}  // namespace embplan
