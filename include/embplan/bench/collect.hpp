@@ -132,7 +132,7 @@ inline std::vector<std::size_t> sample_distinct(rng& gen, std::size_t n, std::si
 
 struct compute_sample {
   std::int64_t id = 0;
-  std::vector<augmented_table> tables;
+  std::vector<augmented_table> tables{};
 };
 
 // Algorithm 4, one combination: T ~ U{min_tables..max_tables}, T distinct
@@ -162,11 +162,11 @@ inline std::vector<table_spec> sample_specs(std::span<const table_spec> pool,
 
 struct placement_sample {
   std::int64_t id = 0;
-  std::vector<augmented_table> tables;  // sorted by dim, descending
-  std::vector<std::int32_t> device_of;  // per table
-  std::vector<std::int64_t> dim_sum;    // per device
-  std::vector<double> start_ms;         // per device
-  double greedy_probability = 0.0;      // p
+  std::vector<augmented_table> tables{};  // sorted by dim, descending
+  std::vector<std::int32_t> device_of{};  // per table
+  std::vector<std::int64_t> dim_sum{};    // per device
+  std::vector<double> start_ms{};         // per device
+  double greedy_probability = 0.0;        // p
 };
 
 // Algorithm 5, one placement. Line 10 keeps the devices a table fits on; a

@@ -106,14 +106,14 @@ inline std::vector<table_spec> reference_shard() {
 }
 
 struct shard_measurement {
-  measurement forward;
-  measurement backward;
-  measurement total;               // forward + backward in one timed run
-                                   // (forward/backward stay empty unless
-                                   // meter_options::separate)
-  std::int64_t lookups = 0;        // indices per run, all tables
-  std::vector<std::int64_t> rows;  // rows materialised per table (after the cap)
-  std::uint64_t weight_bytes = 0;  // materialised
+  measurement forward{};
+  measurement backward{};
+  measurement total{};               // forward + backward in one timed run
+                                     // (forward/backward stay empty unless
+                                     // meter_options::separate)
+  std::int64_t lookups = 0;          // indices per run, all tables
+  std::vector<std::int64_t> rows{};  // rows materialised per table (after the cap)
+  std::uint64_t weight_bytes = 0;    // materialised
 };
 
 namespace detail {
@@ -127,7 +127,7 @@ inline std::vector<std::int64_t> capped_rows(std::span<const table_spec> tables,
     total += static_cast<double>(t.rows) * t.dim * static_cast<double>(dtype_bytes(t.weight_dtype));
   const double scale =
       total > static_cast<double>(budget) ? static_cast<double>(budget) / total : 1.0;
-  std::vector<std::int64_t> rows;
+  std::vector<std::int64_t> rows{};
   rows.reserve(tables.size());
   for (const auto& t : tables) {
     const auto r = static_cast<std::int64_t>(std::floor(static_cast<double>(t.rows) * scale));
@@ -169,7 +169,7 @@ inline prepared_shard prepare_shard(std::span<const table_spec> tables, const me
   }
   std::vector<table_spec> run_tables(tables.begin(), tables.end());
   const auto rows = capped_rows(tables, o.max_weight_bytes);
-  std::vector<std::int32_t> dims;
+  std::vector<std::int32_t> dims{};
   for (std::size_t i = 0; i < run_tables.size(); ++i) {
     run_tables[i].rows = rows[i];
     dims.push_back(run_tables[i].dim);
@@ -186,7 +186,7 @@ inline prepared_shard prepare_shard(std::span<const table_spec> tables, const me
 // median (meter_options::repeats).
 template <class One>
 measurement median_measurement(int repeats, One&& one) {
-  std::vector<measurement> all;
+  std::vector<measurement> all{};
   all.reserve(static_cast<std::size_t>(repeats));
   for (int r = 0; r < repeats; ++r)
     all.push_back(one());

@@ -91,9 +91,9 @@ inline void validate(const protocol_options& o) {
 }
 
 struct measurement {
-  double mean_ms = 0.0;           // mean of the kept runs (the protocol's result)
-  double stddev_ms = 0.0;         // of the kept runs
-  std::vector<double> sorted_ms;  // every measured run, ascending
+  double mean_ms = 0.0;             // mean of the kept runs (the protocol's result)
+  double stddev_ms = 0.0;           // of the kept runs
+  std::vector<double> sorted_ms{};  // every measured run, ascending
 
   double cv() const noexcept { return mean_ms > 0.0 ? stddev_ms / mean_ms : 0.0; }
 };

@@ -49,15 +49,15 @@ struct trace_options {
 // One table: offsets has B + 1 entries, offsets[0] = 0, non-decreasing,
 // offsets.back() = indices.size(); every index in [0, rows).
 struct bag_trace {
-  std::vector<std::int64_t> indices;
-  std::vector<std::int64_t> offsets;
+  std::vector<std::int64_t> indices{};
+  std::vector<std::int64_t> offsets{};
 };
 
 // Several tables in TBE layout: indices table-major, offsets T*B+1.
 struct tbe_trace {
   std::int64_t batch_size = 0;
-  std::vector<std::int64_t> indices;
-  std::vector<std::int64_t> offsets;
+  std::vector<std::int64_t> indices{};
+  std::vector<std::int64_t> offsets{};
 };
 
 namespace detail {

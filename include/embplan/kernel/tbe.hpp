@@ -192,11 +192,11 @@ EMBPLAN_HOST_DEVICE constexpr float bag_scale(pooling_mode mode, std::int64_t le
 // The tables of one TBE: per-table rows and dims, and the offsets derived from
 // them. Built by make_tbe_layout, which checks every product for overflow.
 struct tbe_layout {
-  std::vector<std::int64_t> rows;             // T
-  std::vector<std::int32_t> dims;             // T
-  std::vector<std::int64_t> weights_offsets;  // T+1; back() = total weight elements
-  std::vector<std::int64_t> d_offsets;        // T+1; back() = output columns
-  std::vector<std::int64_t> row_offsets;      // T+1; back() = total rows
+  std::vector<std::int64_t> rows{};             // T
+  std::vector<std::int32_t> dims{};             // T
+  std::vector<std::int64_t> weights_offsets{};  // T+1; back() = total weight elements
+  std::vector<std::int64_t> d_offsets{};        // T+1; back() = output columns
+  std::vector<std::int64_t> row_offsets{};      // T+1; back() = total rows
 
   std::int64_t tables() const noexcept { return static_cast<std::int64_t>(rows.size()); }
   std::int64_t total_weights() const noexcept { return weights_offsets.back(); }
@@ -239,8 +239,8 @@ inline tbe_layout make_tbe_layout(std::span<const std::int64_t> rows,
 // One batch of lookups against a layout (non-owning).
 struct tbe_batch_view {
   std::int64_t batch_size = 0;                  // B
-  std::span<const std::int64_t> indices;        // row ids, table-major
-  std::span<const std::int64_t> offsets;        // T*B+1
+  std::span<const std::int64_t> indices{};      // row ids, table-major
+  std::span<const std::int64_t> offsets{};      // T*B+1
   std::span<const float> per_sample_weights{};  // empty, or one per index
 };
 

@@ -77,10 +77,10 @@ inline double skew_factor(std::span<const std::uint64_t> loads) noexcept {
 }
 
 struct load_report {
-  std::vector<std::int64_t> rows_per_shard;      // storage
-  std::vector<std::uint64_t> lookups_per_shard;  // access load
-  double skew = 1.0;                             // max / mean lookups
-  std::vector<id_hits> hottest;                  // up to `top` IDs, hottest first
+  std::vector<std::int64_t> rows_per_shard{};      // storage
+  std::vector<std::uint64_t> lookups_per_shard{};  // access load
+  double skew = 1.0;                               // max / mean lookups
+  std::vector<id_hits> hottest{};                  // up to `top` IDs, hottest first
 };
 
 // Lookups per shard of a trace (IDs checked against the partition's rows).

@@ -437,8 +437,8 @@ inline std::optional<std::size_t> smallest_k_for(std::span<const double> curve, 
 // push per lookup; with it, the k hottest IDs cost one push per worker that
 // saw them (their gradients summed locally first) and the rest one per lookup.
 struct push_report {
-  std::vector<std::uint64_t> without;  // per shard
-  std::vector<std::uint64_t> with;     // per shard
+  std::vector<std::uint64_t> without{};  // per shard
+  std::vector<std::uint64_t> with{};     // per shard
 };
 
 template <row_partitioner P>
