@@ -5,7 +5,7 @@
 // - the same device through packed_compute_cost_net (issue 3: <= 2 us), on
 //   the kernel chosen at run time and on each kernel by name; and its
 //   finish() alone, the head after the first layer's sum (a planner's cost
-//   per placement, search/detail/piecewise.hpp);
+//   per placement, search/piecewise.hpp);
 // - the same for 1,000 devices of 10 tables in one batched call;
 // - one step of AutoShard's two-layer LSTM policy (hidden 64, input 64; and
 //   hidden 128), batch 1;
@@ -70,7 +70,7 @@ void bm_packed_compute_cost_device(benchmark::State& state, embplan::nn::simd_ke
 
 // finish() alone (the head after its first layer's sum: ReLU and a 64-float
 // dot for 32-64-1): what the planners pay per placement once the pieces'
-// terms are known (search/detail/piecewise.hpp).
+// terms are known (search/piecewise.hpp).
 void bm_packed_finish(benchmark::State& state, embplan::nn::simd_kernel kernel) {
   if (!embplan::nn::simd_kernel_supported(kernel)) {
     state.SkipWithError("kernel not supported on this CPU");
