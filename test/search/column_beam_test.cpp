@@ -138,7 +138,7 @@ TEST_CASE("neuroshard planner: deterministic, and one planner serves 4 threads a
     th.join();
   for (const auto& g : got) {
     CHECK(g.placement == ref.placement);
-    CHECK(g.cost.max_ms() == ref.cost.max_ms());
+    CHECK(g.cost_ms.max_ms() == ref.cost_ms.max_ms());
     CHECK(g.cache_lookups == ref.cache_lookups);
     CHECK(g.cache_hits == ref.cache_hits);
   }

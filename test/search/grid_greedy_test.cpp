@@ -8,12 +8,14 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/evaluate.hpp"
+#include "embplan/reward/balance.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
 #include "embplan/search/detail/plan_pricer.hpp"
@@ -24,11 +26,13 @@ namespace {
 
 using embplan_test::search_task;
 
-// Alg. 2 without the engine's shortcuts: every bound of the grid from scratch,
-// device costs from model.compute, plans priced by evaluate().
+// Alg. 2 without the engine's shortcuts: the plan of every bound of the grid
+// from scratch (and of no bound, when none gives one), device costs from
+// model.compute.
 template <class Rule>
-double reference_grid(const embplan::task& t, const embplan::analytic_cost& model, const Rule& rule,
-                      std::int32_t grid) {
+std::vector<embplan::plan> reference_grid_plans(const embplan::task& t,
+                                                const embplan::analytic_cost& model,
+                                                const Rule& rule, std::int32_t grid) {
   using namespace embplan;
   const std::size_t n = t.tables.size();
   const std::size_t devices = t.cluster.size();
@@ -48,7 +52,7 @@ double reference_grid(const embplan::task& t, const embplan::analytic_cost& mode
   std::sort(order.begin(), order.end(), [](const key& a, const key& b) {
     return std::tie(b.cost, b.bytes, b.table) < std::tie(a.cost, a.bytes, a.table);
   });
-  double best = std::numeric_limits<double>::infinity();
+  std::vector<plan> out;
   const auto pass = [&](std::int64_t bound) {
     placement_state st(devices);
     std::vector<std::vector<shard>> on(devices);
@@ -70,11 +74,29 @@ double reference_grid(const embplan::task& t, const embplan::analytic_cost& mode
       p.shards.push_back(s);
       load[chosen] = model.compute(t, std::span<const shard>(on[chosen]), chosen).total_ms();
     }
-    best = std::min(best, evaluate(t, p, model).max_ms());
+    out.push_back(std::move(p));
   };
   for (const auto b : search::detail::dim_bounds(total, devices, grid))
     pass(b);
-  if (!std::isfinite(best)) pass(search::detail::no_dim_bound);
+  if (out.empty()) pass(search::detail::no_dim_bound);
+  return out;
+}
+
+// A table-wise plan with its shards in table order, as grid_greedy returns it.
+embplan::plan in_table_order(const embplan::task& t, const embplan::plan& p) {
+  std::vector<std::size_t> device(t.tables.size());
+  for (const auto& s : p.shards)
+    device[s.table] = s.device;
+  return embplan::table_wise_plan(t, device);
+}
+
+// The cheapest of those plans, priced by evaluate().
+template <class Rule>
+double reference_grid(const embplan::task& t, const embplan::analytic_cost& model, const Rule& rule,
+                      std::int32_t grid) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& p : reference_grid_plans(t, model, rule, grid))
+    best = std::min(best, embplan::evaluate(t, p, model).max_ms());
   return best;
 }
 
@@ -192,4 +214,86 @@ TEST_CASE("plans that cannot win are not priced only where communication is neve
     compute.push_back({.fwd_ms = d.fwd_compute_ms, .bwd_ms = d.bwd_compute_ms});
   CHECK(compute_bound_ms(compute) > 0.0);
   CHECK(compute_bound_ms(compute) <= costs.max_ms());
+}
+
+TEST_CASE("grid greedy keeps, of the grid's plans, the one the reward scores highest") {
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const embplan::balance_reward reward;
+  int changed = 0;
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    CAPTURE(seed);
+    const auto t = search_task(seed, 10 + 2 * seed, seed % 2 ? 8 : 4);
+    const auto r = embplan::grid_greedy{.grid = 5}.search(t, model, rule, reward, 0);
+    const auto plans = reference_grid_plans(t, model, rule, 5);
+    REQUIRE(r.ok == !plans.empty());
+    if (!r.ok) continue;
+    // The first plan with the highest balance, in the order of the bounds.
+    double best = -1.0;
+    embplan::plan expected;
+    for (const auto& p : plans) {
+      const double score = reward.score(t, embplan::evaluate(t, p, model));
+      if (score > best) {
+        best = score;
+        expected = in_table_order(t, p);
+      }
+    }
+    CHECK(r.placement == expected);
+    const auto cheapest =
+        embplan::grid_greedy{.grid = 5}.search(t, model, rule, embplan::neg_max_cost_reward{}, 0);
+    REQUIRE(cheapest.ok);
+    changed += r.placement == cheapest.placement ? 0 : 1;
+  }
+  CHECK(changed >= 2);
+}
+
+TEST_CASE("the engine scores a plan on evaluate()'s plan_cost") {
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  using embplan::search::detail::piece;
+  for (std::uint64_t seed = 30; seed < 34; ++seed) {
+    const auto t = search_task(seed, 25, 8);
+    embplan::search::detail::cost_cache cache;
+    embplan::search::detail::grid_engine<embplan::analytic_cost, embplan::default_constraint,
+                                         embplan::balance_reward>
+        engine(t, model, rule, cache, embplan::balance_reward{});
+    std::vector<piece> pieces;
+    for (std::size_t i = 0; i < t.tables.size(); ++i)
+      pieces.push_back(embplan::search::detail::make_piece(embplan::whole_table(t, i, 0)));
+    const auto out = engine.run(pieces, 11, false);
+    REQUIRE(out.ok);
+    std::vector<std::size_t> assignment(out.device.begin(), out.device.end());
+    const auto cost = embplan::evaluate(t, embplan::table_wise_plan(t, assignment), model);
+    // The same figures, up to the order in which a device's pieces are summed
+    // (placement order in the engine, table order in evaluate()).
+    CHECK(out.score == doctest::Approx(embplan::balance_reward{}.score(t, cost)).epsilon(1e-12));
+    CHECK(out.cost_ms == doctest::Approx(cost.max_ms()).epsilon(1e-12));
+    CHECK(out.score != doctest::Approx(-out.cost_ms));
+  }
+}
+
+TEST_CASE("plan_cost_of gives evaluate()'s plan_cost for the plan last priced") {
+  const embplan::analytic_cost model;
+  const auto t = search_task(5, 25, 8);
+  const auto r = embplan::grid_greedy{}.search(t, model, embplan::default_constraint{},
+                                               embplan::neg_max_cost_reward{}, 0);
+  REQUIRE(r.ok);
+  const auto cost = embplan::evaluate(t, r.placement, model);
+  std::vector<embplan::compute_cost> compute;
+  for (const auto& d : cost.devices)
+    compute.push_back({d.fwd_compute_ms, d.bwd_compute_ms});
+  embplan::search::detail::plan_pricer pricer;
+  pricer.max_ms(t, model, compute, cost.dim_sum);
+  embplan::plan_cost out;
+  out.memory_bytes.assign(3, 7);  // stale contents are replaced
+  pricer.plan_cost_of(compute, cost.memory_bytes, cost.dim_sum, out);
+  REQUIRE(out.devices.size() == cost.devices.size());
+  for (std::size_t d = 0; d < cost.devices.size(); ++d) {
+    CHECK(out.devices[d].fwd_compute_ms == cost.devices[d].fwd_compute_ms);
+    CHECK(out.devices[d].bwd_compute_ms == cost.devices[d].bwd_compute_ms);
+    CHECK(out.devices[d].fwd_comm_ms == cost.devices[d].fwd_comm_ms);
+    CHECK(out.devices[d].bwd_comm_ms == cost.devices[d].bwd_comm_ms);
+  }
+  CHECK(out.memory_bytes == cost.memory_bytes);
+  CHECK(out.dim_sum == cost.dim_sum);
 }

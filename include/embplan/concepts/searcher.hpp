@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/concepts/cost_model.hpp"
@@ -35,6 +36,24 @@ concept searcher_for = cost_model<M> && constraint<C> && reward<R> && std::copy_
   { s.name() } -> std::convertible_to<std::string_view>;
   { s.search(t, m, c, r, seed) } -> std::same_as<search_result>;
 };
+
+// Whether a searcher optimises the Reward it is given. A searcher that compares
+// complete plans keeps the one the reward scores highest and declares
+//   static constexpr bool uses_reward = true;
+// (grid_greedy, column_beam, local_search, torchrec_like, random_search); a
+// different reward can then give a different plan. A constructive searcher
+// that never compares complete plans declares false (sorted_greedy,
+// random_placement): the reward never changes its plan. A wrapper that only
+// hands the reward on declares its inner searcher's value
+// (rowwise::split_oversized). Every searcher of the library declares it; a
+// searcher without the member counts as one that does not use the reward.
+template <class S>
+inline constexpr bool searcher_uses_reward = false;
+template <class S>
+requires requires {
+  std::bool_constant<S::uses_reward>{};
+}
+inline constexpr bool searcher_uses_reward<S> = S::uses_reward;
 
 template <class S>
 concept searcher =

@@ -174,6 +174,9 @@ struct split_oversized {
   Inner inner{};
   std::int64_t hot_rows = 0;  // rows [0, hot_rows) of a split table replicated (0: none)
 
+  // The inner searcher decides the plan of the tables that fit whole.
+  static constexpr bool uses_reward = searcher_uses_reward<Inner>;
+
   std::string_view name() const noexcept { return "rowwise_split"; }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>

@@ -21,9 +21,12 @@
 //   each candidate's split state is priced by the grid search; the cheapest
 //   plan seen anywhere is the answer (lines 14-17); the K cheapest distinct
 //   states of the step form the next beam (line 20).
+// "Cheapest" is the Reward's order (uses_reward): a state ranks by the
+// reward.score of its grid search's best plan, the answer is the plan scored
+// highest. Under neg_max_cost_reward that is the paper's cheapest.
 // Where Alg. 1 leaves things open, we choose:
 //   - the unsplit state is priced first and is the plan to beat, so the result
-//     is never worse than grid_greedy's table-wise plan;
+//     never scores below grid_greedy's table-wise plan under the same reward;
 //   - a state whose grid search finds no plan (memory) ranks after every state
 //     with a plan, the one with the smaller largest piece first (it is the
 //     nearer to fitting), so a task that fits only after splits still gets them;
@@ -117,6 +120,8 @@ struct column_beam {
   // differ, each thread caching what it priced).
   std::int32_t threads = 1;
 
+  static constexpr bool uses_reward = true;  // ranks states and plans by reward.score
+
   std::string_view name() const noexcept { return "column_beam"; }
 
   void validate() const {
@@ -129,13 +134,15 @@ struct column_beam {
   }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>
-  search_result search(const task& t, const CostModel& model, const Constraint& rule, const Reward&,
-                       std::uint64_t) const {
+  search_result search(const task& t, const CostModel& model, const Constraint& rule,
+                       const Reward& score, std::uint64_t) const {
     using search::detail::beam_state;
+    using search::detail::better;
     using search::detail::piece;
     validate();
+    using engine_type = search::detail::grid_engine<CostModel, Constraint, Reward>;
     search::detail::cost_cache cache;
-    search::detail::grid_engine<CostModel, Constraint> engine(t, model, rule, cache);
+    engine_type engine(t, model, rule, cache, score);
 
     beam_state root;
     root.pieces.reserve(t.tables.size());
@@ -155,15 +162,15 @@ struct column_beam {
     const std::string root_failure = root.result.failure;
 
     // Threads beyond the calling one, each with its own cache and engine.
-    using engine_type = search::detail::grid_engine<CostModel, Constraint>;
     struct worker {
-      worker(const task& t, const CostModel& m, const Constraint& r) : engine(t, m, r, cache) {}
+      worker(const task& t, const CostModel& m, const Constraint& r, const Reward& s)
+          : engine(t, m, r, cache, s) {}
       search::detail::cost_cache cache;
       engine_type engine;
     };
     std::vector<std::unique_ptr<worker>> workers;
     for (std::int32_t i = 1; i < threads; ++i)
-      workers.push_back(std::make_unique<worker>(t, model, rule));
+      workers.push_back(std::make_unique<worker>(t, model, rule, score));
 
     std::vector<beam_state> beam;
     beam.push_back(std::move(root));
@@ -189,7 +196,7 @@ struct column_beam {
       price_children(children, engine, workers);
       // The best plan in generation order, as if priced one by one.
       for (const auto& child : children) {
-        if (child.result.ok && child.result.cost_ms < best.cost_ms) {
+        if (better(child.result, best)) {
           best = child.result;
           best_pieces = child.pieces;
         }
@@ -197,7 +204,8 @@ struct column_beam {
       std::sort(children.begin(), children.end(), [](const beam_state& a, const beam_state& b) {
         if (a.result.ok != b.result.ok) return a.result.ok;
         if (a.result.ok) {
-          return std::tie(a.result.cost_ms, a.born) < std::tie(b.result.cost_ms, b.born);
+          if (a.result.score != b.result.score) return a.result.score > b.result.score;
+          return a.born < b.born;
         }
         return std::tie(a.largest_piece_bytes, a.born) < std::tie(b.largest_piece_bytes, b.born);
       });

@@ -14,6 +14,9 @@
 // index. The cost of a table is its shard_cost on device 0 for the order and
 // on the chosen device for the load (the same number on a uniform cluster).
 //
+// A constructive baseline: it never compares complete plans, so the Reward
+// does not change its plan (uses_reward = false).
+//
 // Complexity: O(T log T + T log D) when the first device tried is admitted; a
 // min-heap keyed by (load, memory, index) yields devices in exactly the order
 // of a linear scan, and refused devices are pushed back unchanged.
@@ -36,7 +39,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
-#include "embplan/search/detail/infeasible.hpp"
+#include "embplan/search/infeasible.hpp"
 
 namespace embplan {
 
@@ -78,6 +81,8 @@ double finite_cost(const task& t, const CostModel& model, const shard& s) {
 }  // namespace search::detail
 
 struct sorted_greedy {
+  static constexpr bool uses_reward = false;  // constructive: no plans compared
+
   std::string_view name() const noexcept { return "sorted_greedy"; }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>

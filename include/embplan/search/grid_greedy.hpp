@@ -3,9 +3,11 @@
 // §3.3): tables sorted by predicted single-table compute cost, each to the
 // admitted device with the lowest predicted compute cost of what it holds,
 // under a max-device-dim bound; the bound is grid-searched over M points from
-// the mean device dim to 1.5 x it, and the plan the simulator prices cheapest
-// is kept. Device costs are cached per search (NeuroShard's "implementation
-// with caching"); the cache's use is reported in search_result.
+// the mean device dim to 1.5 x it, and of the M plans, each priced as the
+// simulator (evaluate()) prices it, the one the Reward scores highest is kept
+// (uses_reward: under neg_max_cost_reward, the cheapest, as in the paper).
+// Device costs are cached per search (NeuroShard's "implementation with
+// caching"); the cache's use is reported in search_result.
 //   grid_greedy{.grid = 11}   // M = 11, the paper's default
 // The algorithm and its exact shortcuts: search/detail/grid_engine.hpp. The
 // column-wise outer loop (Alg. 1) is column_beam (search/column_beam.hpp).
@@ -29,6 +31,8 @@ namespace embplan {
 struct grid_greedy {
   std::int32_t grid = 11;  // M: bounds tried between 1.0 and 1.5 x the mean device dim
 
+  static constexpr bool uses_reward = true;  // ranks the M plans by reward.score
+
   std::string_view name() const noexcept { return "grid_greedy"; }
 
   void validate() const {
@@ -36,11 +40,11 @@ struct grid_greedy {
   }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>
-  search_result search(const task& t, const CostModel& model, const Constraint& rule, const Reward&,
-                       std::uint64_t) const {
+  search_result search(const task& t, const CostModel& model, const Constraint& rule,
+                       const Reward& score, std::uint64_t) const {
     validate();
     search::detail::cost_cache cache;
-    search::detail::grid_engine<CostModel, Constraint> engine(t, model, rule, cache);
+    search::detail::grid_engine<CostModel, Constraint, Reward> engine(t, model, rule, cache, score);
     std::vector<search::detail::piece> pieces;
     pieces.reserve(t.tables.size());
     for (std::size_t i = 0; i < t.tables.size(); ++i)

@@ -1,8 +1,10 @@
 #pragma once
 // local_search: beyond NeuroShard — start from another searcher's plan (by
-// default NeuroShard's column_beam) and improve it by steepest descent on the
-// simulated plan cost (evaluate(): compute + backward comm + forward comm with
-// start skew, max over devices), under the same cost model and constraint:
+// default NeuroShard's column_beam, given the same reward) and improve it by
+// steepest ascent on the Reward (uses_reward) of the simulated plan
+// (evaluate(): compute + backward comm + forward comm with start skew),
+// under the same cost model and constraint — under neg_max_cost_reward,
+// steepest descent on the plan cost, the max over devices:
 //   local_search<>{.start = column_beam{}, .max_moves = 64}
 // Each round looks at the pieces of the bottleneck devices — the one with the
 // largest total and the one that starts its forward all-to-all last (largest
@@ -14,9 +16,11 @@
 //          half to b — a column split the beam did not choose;
 //   merge  a piece into an adjacent piece of the same table on b (undoing a
 //          split that no longer pays).
-// The best candidate that lowers the plan cost is applied; the search stops
-// when none does or after max_moves moves. So the result is never worse than
-// the starting plan. Device costs come from a per-call cache as in the beam.
+// The moves come from the plan cost's bottlenecks whatever the reward; the
+// candidate whose plan scores highest, if it raises the score (beyond
+// rounding: by more than 1e-12 of it), is applied; the search stops when none
+// does or after max_moves moves. So the result never scores below the
+// starting plan. Device costs come from a per-call cache as in the beam.
 // Where the start finds no plan — a task whose tables fit only when packed
 // tightly, which NeuroShard's cost-ordered greedy can miss at ~95 % memory
 // fill — local search starts instead from a memory-first plan
@@ -27,6 +31,7 @@
 // devices, each priced with two device lookups and one plan pricing (O(D)).
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -34,6 +39,7 @@
 #include <span>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "embplan/concepts/constraint.hpp"
@@ -44,6 +50,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
 #include "embplan/search/detail/piecewise.hpp"
@@ -66,11 +73,19 @@ struct local_move {
   static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
 };
 
-template <cost_model CostModel, constraint Constraint>
+// Steepest ascent on the Reward. Under a reward decreasing in max cost
+// (concepts/reward.hpp) it compares plan costs and builds no plan_cost.
+template <cost_model CostModel, constraint Constraint, reward Reward = neg_max_cost_reward>
 class local_improver {
  public:
-  local_improver(const task& t, const CostModel& model, const Constraint& rule, const plan& start)
-      : t_(t), model_(model), rule_(rule), kinds_(t), price_(t, model, kinds_) {
+  local_improver(const task& t, const CostModel& model, const Constraint& rule, const plan& start,
+                 Reward score = {})
+      : t_(t)
+      , model_(model)
+      , rule_(rule)
+      , reward_(std::move(score))
+      , kinds_(t)
+      , price_(t, model, kinds_) {
     const std::size_t devices = t.cluster.size();
     pieces_ = start.shards;
     on_.assign(devices, {});
@@ -88,13 +103,14 @@ class local_improver {
     for (std::size_t d = 0; d < devices; ++d)
       compute_[d] = device_cost(d, key_[d], on_[d], npos, npos, nullptr);
     cost_ = pricer_.max_ms(t_, model_, compute_, st_.dim_sum);
+    rescore();
   }
 
   double cost() const noexcept { return cost_; }
   const cost_cache& cache() const noexcept { return cache_; }
   std::uint64_t comm_calls() const noexcept { return pricer_.calls(); }
 
-  // One steepest-descent step; false when no candidate lowers the cost.
+  // One steepest-ascent step; false when no candidate raises the score.
   bool improve() {
     const std::size_t devices = t_.cluster.size();
     if (devices < 2) return false;
@@ -106,7 +122,11 @@ class local_improver {
       if (totals[d] > totals[by_total]) by_total = d;
       if (starts[d] > starts[by_start]) by_start = d;
     }
-    best_cost_ = cost_ - 1e-12 * cost_;  // strictly lower, beyond rounding
+    if constexpr (reward_decreasing_in_max_cost<Reward>) {
+      best_cost_ = cost_ - 1e-12 * cost_;  // strictly lower, beyond rounding
+    } else {
+      best_score_ = score_ + 1e-12 * std::abs(score_);  // strictly higher, beyond rounding
+    }
     found_ = false;
     std::vector<std::size_t> sources{by_total};
     if (by_start != by_total) sources.push_back(by_start);
@@ -181,6 +201,14 @@ class local_improver {
     return s;
   }
 
+  // The current plan's score, for a reward not decreasing in max cost.
+  void rescore() {
+    if constexpr (!reward_decreasing_in_max_cost<Reward>) {
+      pricer_.plan_cost_of(compute_, st_.memory_bytes, st_.dim_sum, scored_);
+      score_ = static_cast<double>(reward_.score(t_, scored_));
+    }
+  }
+
   static void unplace(const task& t, placement_state& st, const shard& s) {
     st.memory_bytes[s.device] -= shard_bytes(t, s);
     st.dim_sum[s.device] -= s.cols();
@@ -251,10 +279,25 @@ class local_improver {
     dim_scratch_[m.a] = dim_a;
     dim_scratch_[m.b] = dim_b;
     const double c = trial_.max_ms(t_, model_, compute_scratch_, dim_scratch_);
-    if (c < best_cost_) {
-      best_cost_ = c;
-      best_ = m;
-      found_ = true;
+    if constexpr (reward_decreasing_in_max_cost<Reward>) {
+      if (c < best_cost_) {
+        best_cost_ = c;
+        best_ = m;
+        found_ = true;
+      }
+    } else {
+      memory_scratch_ = st_.memory_bytes;
+      if (m.out_a != npos) memory_scratch_[m.a] -= shard_bytes(t_, pieces_[m.out_a]);
+      if (m.out_b != npos) memory_scratch_[m.b] -= shard_bytes(t_, pieces_[m.out_b]);
+      if (m.has_in_a) memory_scratch_[m.a] += shard_bytes(t_, m.in_a);
+      if (m.has_in_b) memory_scratch_[m.b] += shard_bytes(t_, m.in_b);
+      trial_.plan_cost_of(compute_scratch_, memory_scratch_, dim_scratch_, scored_);
+      const double score = static_cast<double>(reward_.score(t_, scored_));
+      if (score > best_score_) {
+        best_score_ = score;
+        best_ = m;
+        found_ = true;
+      }
     }
   }
 
@@ -283,11 +326,13 @@ class local_improver {
       compute_[d] = device_cost(d, key_[d], on_[d], npos, npos, nullptr);
     }
     cost_ = pricer_.max_ms(t_, model_, compute_, st_.dim_sum);
+    rescore();
   }
 
   const task& t_;
   const CostModel& model_;
   const Constraint& rule_;
+  Reward reward_;
   device_kinds kinds_;
   group_pricer<CostModel> price_;
   cost_cache cache_{1 << 12};
@@ -300,6 +345,10 @@ class local_improver {
   placement_state st_;
   double cost_ = 0.0;
   double best_cost_ = 0.0;
+  double score_ = 0.0;       // the current plan's, when the reward is not decreasing in max cost
+  double best_score_ = 0.0;  // likewise, the best candidate's
+  plan_cost scored_;
+  std::vector<std::uint64_t> memory_scratch_;
   bool found_ = false;
   local_move best_;
   std::vector<compute_cost> compute_scratch_;
@@ -387,6 +436,9 @@ struct local_search {
   Start start{};
   std::int32_t max_moves = 64;  // improving moves applied at most
 
+  // Compares complete plans by reward.score, whatever the start searcher does.
+  static constexpr bool uses_reward = true;
+
   std::string_view name() const noexcept { return "local_search"; }
 
   void validate() const {
@@ -410,7 +462,8 @@ struct local_search {
       }
       out = std::move(fallback);
     }
-    search::detail::local_improver<CostModel, Constraint> improver(t, model, rule, out.placement);
+    search::detail::local_improver<CostModel, Constraint, Reward> improver(t, model, rule,
+                                                                           out.placement, score);
     for (std::int32_t k = 0; k < max_moves && improver.improve(); ++k) {
     }
     out.placement = improver.result();

@@ -5,7 +5,8 @@
 // tasks, ours draws only among the devices the constraint admits at that step
 // (tables in index order); it fails only when a table has no such device.
 // The draw uses the sub-stream derive_seed(seed, 0), so random_search with a
-// budget of 1 returns the same plan for the same seed.
+// budget of 1 returns the same plan for the same seed. The Reward does not
+// change the plan (uses_reward = false): one draw, nothing compared.
 
 #include <cstdint>
 #include <string_view>
@@ -21,6 +22,8 @@
 namespace embplan {
 
 struct random_placement {
+  static constexpr bool uses_reward = false;  // one draw, nothing compared
+
   std::string_view name() const noexcept { return "random"; }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>

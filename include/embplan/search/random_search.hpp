@@ -2,9 +2,10 @@
 // random_search: AutoShard's random-search baseline (§5.3): draw `budget`
 // random legal table-wise placements, price each with embplan::evaluate under
 // the planner's cost model, score it with the reward, and keep the best
-// (higher reward wins; on a tie the earlier sample stays). Sample i draws from
-// the sub-stream derive_seed(seed, i), so sample 0 is random_placement's plan
-// for the same seed and the result never scores below it.
+// (uses_reward: higher reward wins; on a tie the earlier sample stays).
+// Sample i draws from the sub-stream derive_seed(seed, i), so sample 0 is
+// random_placement's plan for the same seed and the result never scores
+// below it.
 //
 // evaluations counts cost-model calls, as search_result says: each priced
 // sample costs one compute() per device and two communication() calls.
@@ -30,6 +31,8 @@ namespace embplan {
 
 struct random_search {
   std::uint32_t budget = 100;  // samples drawn (AutoShard Fig. 9 goes up to 1,000)
+
+  static constexpr bool uses_reward = true;  // keeps the sample scored highest
 
   std::string_view name() const noexcept { return "random_search"; }
 

@@ -23,8 +23,14 @@
 //   descending (ties: more storage, then the lower table index); each shard in
 //   turn to the device with the lowest perf sum so far that the constraint
 //   admits (ties: less memory used, then the lower index).
-// Rating (NoopPerfModel): the largest per-device perf sum; the first proposal
-//   with the lowest rating that partitions is the plan.
+// Rating: the Reward (uses_reward) scores each partitioned proposal on the
+//   perf model's figures, the plan_cost whose device d has compute = its perf
+//   sum (fwd_compute_ms) and no communication, with the plan's memory and
+//   dims; the first proposal with the highest score is the plan. Under
+//   neg_max_cost_reward this is TorchRec's NoopPerfModel rating, the lowest
+//   largest per-device perf sum (compared directly, as for any reward
+//   decreasing in max cost). The reward sees the perf model's figures rather
+//   than evaluate()'s, as TorchRec's planner sees only its perf estimates.
 
 #include <algorithm>
 #include <cstddef>
@@ -39,10 +45,11 @@
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/concepts/reward.hpp"
 #include "embplan/concepts/searcher.hpp"
+#include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
-#include "embplan/search/detail/infeasible.hpp"
+#include "embplan/search/infeasible.hpp"
 
 namespace embplan {
 
@@ -69,6 +76,8 @@ struct sharding_option {
 struct torchrec_like {
   std::int32_t min_block_dim = 32;  // lower bound of a column-wise block (TorchRec: 128)
 
+  static constexpr bool uses_reward = true;  // rates the proposals by reward.score
+
   std::string_view name() const noexcept { return "torchrec_like"; }
 
   void validate() const {
@@ -78,8 +87,8 @@ struct torchrec_like {
   }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>
-  search_result search(const task& t, const CostModel& model, const Constraint& rule, const Reward&,
-                       std::uint64_t) const {
+  search_result search(const task& t, const CostModel& model, const Constraint& rule,
+                       const Reward& score, std::uint64_t) const {
     using search::detail::sharding_option;
     validate();
     const std::size_t tables = t.tables.size();
@@ -139,19 +148,28 @@ struct torchrec_like {
     proposals.push_back(column_wise);
 
     // Partitioner + rating.
-    double best_rating = std::numeric_limits<double>::infinity();
+    double best_rating = std::numeric_limits<double>::infinity();  // decreasing in max cost
+    double best_score = 0.0;                                       // otherwise
     std::string first_failure;
+    plan_cost perf;
     for (const auto& proposal : proposals) {
       plan p;
       std::string failure;
-      const double rating = partition(t, rule, options, proposal, p, failure);
-      if (failure.empty() && rating < best_rating) {
-        best_rating = rating;
-        out.placement = std::move(p);
-        out.ok = true;
-      } else if (!failure.empty() && first_failure.empty()) {
-        first_failure = std::move(failure);
+      const double rating = partition(t, rule, options, proposal, p, perf, failure);
+      if (!failure.empty()) {
+        if (first_failure.empty()) first_failure = std::move(failure);
+        continue;
       }
+      if constexpr (reward_decreasing_in_max_cost<Reward>) {
+        if (!(rating < best_rating)) continue;
+        best_rating = rating;
+      } else {
+        const double value = static_cast<double>(score.score(t, perf));
+        if (out.ok && !(value > best_score)) continue;
+        best_score = value;
+      }
+      out.placement = std::move(p);
+      out.ok = true;
     }
     if (!out.ok) out.failure = first_failure;
     return out;
@@ -174,12 +192,14 @@ struct torchrec_like {
     return o;
   }
 
-  // GreedyPerfPartitioner; returns the rating (max device perf sum), or sets
-  // `failure` when a shard fits on no device.
+  // GreedyPerfPartitioner; returns the rating (max device perf sum) and fills
+  // `perf` (the rating's plan_cost, see the header), or sets `failure` when a
+  // shard fits on no device.
   template <class Constraint>
   static double partition(const task& t, const Constraint& rule,
                           const std::vector<std::vector<search::detail::sharding_option>>& options,
-                          const std::vector<std::size_t>& proposal, plan& p, std::string& failure) {
+                          const std::vector<std::size_t>& proposal, plan& p, plan_cost& perf,
+                          std::string& failure) {
     const std::size_t tables = t.tables.size();
     const std::size_t devices = t.cluster.size();
     std::vector<std::size_t> by_perf(tables);
@@ -214,6 +234,11 @@ struct torchrec_like {
         p.shards.push_back(s);
       }
     }
+    perf.devices.assign(devices, device_cost{});
+    for (std::size_t d = 0; d < devices; ++d)
+      perf.devices[d].fwd_compute_ms = load[d];
+    perf.memory_bytes = st.memory_bytes;
+    perf.dim_sum = st.dim_sum;
     return *std::max_element(load.begin(), load.end());
   }
 };

@@ -12,11 +12,15 @@
 //  - each complete plan priced as the simulator prices it (compute + backward
 //    comm + forward comm with start skew, max over devices), the cheapest kept
 //    (lines 18-19; Alg. 2 writes "computation cost" but §3.3 step 4 evaluates
-//    "the embedding cost with the cost models": we take the latter).
+//    "the embedding cost with the cost models": we take the latter). "Cheapest"
+//    is the Reward's order: the plan with the highest reward.score(task,
+//    plan_cost) is kept (on a tie, the earlier bound's), plan_cost being
+//    evaluate()'s figures for it (each device's pieces summed in placement
+//    order). Under neg_max_cost_reward that is the paper's cheapest plan.
 // Device costs come from the per-search cache (cost_cache.hpp, Alg. 2 lines
 // 12-16).
 //
-// Two exact shortcuts, neither changes a result:
+// Three exact shortcuts, none changes a result:
 //  - a bound is an integer (device dims are), so grid points with the same
 //    floor are run once;
 //  - bounds run in ascending order. At a step where the bound refuses a device
@@ -29,6 +33,11 @@
 //    critical bound of the trajectory repeat it and are skipped; and a
 //    trajectory with no such step is that of every looser bound, so the grid
 //    stops there.
+//  - only under a reward decreasing in max cost (concepts/reward.hpp;
+//    neg_max_cost_reward): plans are ranked by their max cost, and a plan
+//    whose busiest device's compute already reaches the best cost, where
+//    communication is never negative, is not priced (plan_pricer.hpp). Under
+//    any other reward every complete plan is priced in full and scored.
 // When no bound of the grid yields a plan (a piece wider than 1.5 x the mean
 // device dim, or dims that do not pack), one more pass runs with no dim bound
 // (memory and the constraint only) — NeuroShard's code would return no plan;
@@ -60,14 +69,16 @@
 
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/concepts/cost_model.hpp"
+#include "embplan/concepts/reward.hpp"
 #include "embplan/core/checked.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
-#include "embplan/search/detail/infeasible.hpp"
 #include "embplan/search/detail/piecewise.hpp"
 #include "embplan/search/detail/plan_pricer.hpp"
+#include "embplan/search/infeasible.hpp"
 
 namespace embplan::search::detail {
 
@@ -131,19 +142,30 @@ std::string no_device_for_piece(const task& t, const placement_state& st, const 
 
 struct grid_outcome {
   bool ok = false;
-  double cost_ms = std::numeric_limits<double>::infinity();
+  double cost_ms = std::numeric_limits<double>::infinity();  // the best plan's max cost
+  // The best plan's place in the Reward's order, higher is better: its
+  // reward.score(), or -cost_ms under a reward decreasing in max cost (the
+  // same order).
+  double score = -std::numeric_limits<double>::infinity();
   std::int64_t bound = 0;             // the max device dim of the best plan
   std::vector<std::uint32_t> device;  // per input piece: its device in the best plan
   std::string failure;                // when !ok and a message was asked for
 };
 
-template <cost_model CostModel, constraint Constraint>
+// Whether `a` holds a plan the Reward ranks above `b`'s (or `b` has none).
+inline bool better(const grid_outcome& a, const grid_outcome& b) noexcept {
+  return a.ok && (!b.ok || a.score > b.score);
+}
+
+template <cost_model CostModel, constraint Constraint, reward Reward = neg_max_cost_reward>
 class grid_engine {
  public:
-  grid_engine(const task& t, const CostModel& model, const Constraint& rule, cost_cache& cache)
+  grid_engine(const task& t, const CostModel& model, const Constraint& rule, cost_cache& cache,
+              Reward score = {})
       : t_(t)
       , model_(model)
       , rule_(rule)
+      , reward_(std::move(score))
       , cache_(cache)
       , devices_(t.cluster.size())
       , comm_nonnegative_(communication_nonnegative(model, t))
@@ -167,7 +189,8 @@ class grid_engine {
         .total_ms();
   }
 
-  // Alg. 2 on `pieces`: the cheapest plan over the grid of `grid` bounds.
+  // Alg. 2 on `pieces`: the best plan (the Reward's order) over the grid of
+  // `grid` bounds.
   grid_outcome run(std::span<const piece> pieces, std::int32_t grid, bool want_message) {
     const std::size_t n = pieces.size();
     const std::size_t devices = t_.cluster.size();
@@ -208,19 +231,7 @@ class grid_engine {
         }
         place(step, chosen, pos);
       }
-      // A plan that cannot beat the best so far is not priced (plan_pricer.hpp).
-      if (placed_all &&
-          !(comm_nonnegative_ && out.ok && compute_bound_ms(cur_.compute) >= out.cost_ms)) {
-        const double cost = pricer_.max_ms(t_, model_, cur_.compute, cur_.st.dim_sum);
-        if (cost < out.cost_ms) {
-          out.ok = true;
-          out.cost_ms = cost;
-          out.bound = bound;
-          out.device.resize(n);
-          for (std::size_t k = 0; k < n; ++k)
-            out.device[order_[k]] = device_at_[k];
-        }
-      }
+      if (placed_all) consider(out, bound);
       // A trajectory the bound never changed is that of every looser bound
       // (the unbounded fallback included).
       if (binds_.empty() || bi >= bounds.size()) break;
@@ -250,6 +261,33 @@ class grid_engine {
   }
 
  private:
+  // Alg. 2 lines 18-19: the complete plan in cur_ replaces out's if the
+  // Reward ranks it higher.
+  void consider(grid_outcome& out, std::int64_t bound) {
+    double cost = 0.0;
+    double score = 0.0;
+    if constexpr (reward_decreasing_in_max_cost<Reward>) {
+      // A plan that cannot beat the best so far is not priced (plan_pricer.hpp).
+      if (comm_nonnegative_ && out.ok && compute_bound_ms(cur_.compute) >= out.cost_ms) return;
+      cost = pricer_.max_ms(t_, model_, cur_.compute, cur_.st.dim_sum);
+      if (!(cost < out.cost_ms)) return;
+      score = -cost;
+    } else {
+      cost = pricer_.max_ms(t_, model_, cur_.compute, cur_.st.dim_sum);
+      pricer_.plan_cost_of(cur_.compute, cur_.st.memory_bytes, cur_.st.dim_sum, scored_);
+      score = static_cast<double>(reward_.score(t_, scored_));
+      if (out.ok && !(score > out.score)) return;
+    }
+    const std::size_t n = order_.size();
+    out.ok = true;
+    out.cost_ms = cost;
+    out.score = score;
+    out.bound = bound;
+    out.device.resize(n);
+    for (std::size_t k = 0; k < n; ++k)
+      out.device[order_[k]] = device_at_[k];
+  }
+
   struct order_key {
     double cost;
     std::uint64_t bytes;
@@ -483,12 +521,14 @@ class grid_engine {
   const task& t_;
   const CostModel& model_;
   const Constraint& rule_;
+  Reward reward_;
   cost_cache& cache_;
   std::size_t devices_;    // t_.cluster.size()
   bool comm_nonnegative_;  // communication_nonnegative(model_, t_)
   device_kinds kinds_;
   group_pricer<CostModel> price_;
   plan_pricer pricer_;
+  plan_cost scored_;  // the plan scored by a reward not decreasing in max cost
 
   std::vector<std::size_t> order_;                                        // step -> input index
   std::vector<shard> order_shards_;                                       // step -> shard

@@ -4,7 +4,9 @@
 // the column sums, forward all-to-all with each device's start skew, plan cost
 // = max over devices. The same operations in the same order, so a searcher's
 // figure equals evaluate(task, plan, model).max_ms() to the last bit (tested);
-// the buffers are kept between calls, so pricing allocates nothing.
+// the buffers are kept between calls, so pricing allocates nothing. A search
+// under a reward that needs more than the max cost gets the whole plan_cost
+// (plan_cost_of), the figures evaluate() would give.
 
 #include <algorithm>
 #include <concepts>
@@ -74,6 +76,24 @@ class plan_pricer {
       worst = std::max(worst, totals_[d]);
     }
     return worst;
+  }
+
+  // The plan_cost evaluate() returns for the plan last priced by max_ms():
+  // `compute` and `dim_sum` as given there, `memory_bytes` the plan's. Fills
+  // `out` in place, so a search that scores many plans allocates once.
+  void plan_cost_of(std::span<const compute_cost> compute,
+                    std::span<const std::uint64_t> memory_bytes,
+                    std::span<const std::int64_t> dim_sum, plan_cost& out) const {
+    const std::size_t devices = compute.size();
+    out.devices.resize(devices);
+    for (std::size_t d = 0; d < devices; ++d) {
+      out.devices[d].fwd_compute_ms = compute[d].fwd_ms;
+      out.devices[d].bwd_compute_ms = compute[d].bwd_ms;
+      out.devices[d].fwd_comm_ms = comm_[d].fwd_ms;
+      out.devices[d].bwd_comm_ms = bwd_comm_[d];
+    }
+    out.memory_bytes.assign(memory_bytes.begin(), memory_bytes.end());
+    out.dim_sum.assign(dim_sum.begin(), dim_sum.end());
   }
 
   std::span<const double> totals() const noexcept { return totals_; }

@@ -11,7 +11,7 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/core/task.hpp"
-#include "embplan/search/detail/infeasible.hpp"
+#include "embplan/search/infeasible.hpp"
 
 namespace embplan::search::detail {
 
