@@ -9,6 +9,8 @@
 // after each round rank 0 gathers the records and appends them to the file
 // (so an interrupted run loses at most one round). A rerun with the same
 // arguments skips the ids already on file.
+#include "world.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,102 +28,10 @@
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json.hpp"
 
-#if defined(EMBPLAN_WITH_MPI)
-#include "embplan/bench/mpi/alltoall.hpp"  // first: it picks MPI's C API
-#include "embplan/bench/mpi/plan_meter.hpp"
-#endif
+#include "options.hpp"
+#include "progress.hpp"
 
 namespace embplan_cli {
-
-// The MPI world when launched by mpirun, else a world of one. MPI is only
-// initialised under a launcher (a singleton MPI_Init would spawn a daemon).
-class world {
- public:
-  world() {
-#if defined(EMBPLAN_WITH_MPI)
-    if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
-        std::getenv("PMIX_RANK") != nullptr) {
-      int initialised = 0;
-      MPI_Initialized(&initialised);
-      if (initialised == 0) {
-        MPI_Init(nullptr, nullptr);
-        owns_ = true;
-      }
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-      MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    }
-#endif
-  }
-  world(const world&) = delete;
-  world& operator=(const world&) = delete;
-  ~world() {
-#if defined(EMBPLAN_WITH_MPI)
-    if (owns_) MPI_Finalize();
-#endif
-  }
-
-  int rank() const noexcept {
-    return rank_;
-  }
-  int size() const noexcept {
-    return size_;
-  }
-
-  void barrier() const {
-#if defined(EMBPLAN_WITH_MPI)
-    if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
-#endif
-  }
-
-  // Every rank's string, on rank 0 (others get an empty vector).
-  std::vector<std::string> gather(const std::string& mine) const {
-    if (size_ == 1) return {mine};
-#if defined(EMBPLAN_WITH_MPI)
-    const int length = static_cast<int>(mine.size());
-    std::vector<int> lengths(static_cast<std::size_t>(size_));
-    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    std::vector<int> displs(static_cast<std::size_t>(size_), 0);
-    int total = 0;
-    for (std::size_t r = 0; r < lengths.size(); ++r) {
-      displs[r] = total;
-      total += lengths[r];
-    }
-    std::string all(static_cast<std::size_t>(rank_ == 0 ? total : 0), '\0');
-    MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), displs.data(), MPI_CHAR,
-                0, MPI_COMM_WORLD);
-    std::vector<std::string> out;
-    if (rank_ == 0) {
-      for (std::size_t r = 0; r < lengths.size(); ++r)
-        out.push_back(
-            all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lengths[r])));
-    }
-    return out;
-#else
-    return {mine};
-#endif
-  }
-
-  // Rank 0's value, on every rank.
-  double broadcast(double value) const {
-#if defined(EMBPLAN_WITH_MPI)
-    if (size_ > 1) MPI_Bcast(&value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-#endif
-    return value;
-  }
-
-  // An error on one rank would leave the others waiting in a collective.
-  [[noreturn]] void abort(int code) const {
-#if defined(EMBPLAN_WITH_MPI)
-    if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
-#endif
-    std::exit(code);
-  }
-
- private:
-  int rank_ = 0;
-  int size_ = 1;
-  bool owns_ = false;
-};
 
 struct collect_args {
   std::string kind;  // compute | comm
@@ -150,6 +60,23 @@ struct collect_args {
   double reference_ms = 0.0;
   bool quiet = false;
 };
+
+// The options `embplan collect` and `embplan_gpu collect` share.
+inline void add_collect_options(CLI::App* app, collect_args& a) {
+  app->add_option("--out", a.out, "JSON-lines file (appended; ids on file are skipped)")
+      ->required();
+  app->add_option("--samples", a.samples, "sample ids 0..N-1 to have on file")
+      ->capture_default_str();
+  app->add_option("--seed", a.seed, "random seed")->capture_default_str();
+  add_half_options(app, a.half, a.split_seed);
+  app->add_option("--batch-size", a.batch_size, "compute: bags per table; comm: the global batch")
+      ->capture_default_str();
+  app->add_option("--max-weight-mib", a.max_weight_mib,
+                  "compute: weights materialised per sample, MiB (rows scaled down to fit)")
+      ->capture_default_str();
+  add_protocol_options(app, a.warmup, a.runs, a.drop);
+  add_quiet_option(app, a.quiet);
+}
 
 // `make_meter(meter_options)` builds the compute meter (anything with
 // measure(tables, seed) -> shard_measurement): the CPU's shard_meter in
@@ -207,7 +134,7 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
   auto augmented = eb::augment(pool.size(), o.dims);
   // DreamShard's disjoint halves (data/tasks.hpp): a model trained on one half
   // is judged on tasks drawn from the other. Records keep whole-pool indices.
-  const auto half = embplan::data::parse_pool_half(a.half);
+  const auto half = pool_half_of(a.half);
   if (half == embplan::data::pool_half::train || half == embplan::data::pool_half::test) {
     const auto [train, test] = embplan::data::detail::split_indices(pool.size(), a.split_seed);
     const auto& keep = half == embplan::data::pool_half::train ? train : test;
@@ -236,8 +163,8 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
               << (a.samples - static_cast<std::int64_t>(todo.size())) << " already in " << a.out
               << "), meter " << meter << ", " << w.size() << " rank(s)\n";
   }
-  eb::progress_bar progress(static_cast<std::size_t>(a.samples), done.size(),
-                            w.rank() == 0 && !a.quiet ? stderr : nullptr);
+  progress bar("collect " + a.kind, "samples", static_cast<std::size_t>(a.samples),
+               w.rank() == 0 && !a.quiet, static_cast<std::size_t>(a.samples) - todo.size());
   const auto start = std::chrono::steady_clock::now();
   std::size_t written = 0;
   const auto append = [&](const std::vector<std::string>& lines) {
@@ -249,7 +176,7 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
     }
     file.flush();
     written += n;
-    progress.advance(n);
+    bar.advance(n);
   };
 
   if (a.kind == "compute") {
@@ -303,6 +230,7 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
       if (w.rank() == 0) append({eb::comm_record(sample, costs, meter, a.batch_size).dump()});
     }
   }
+  bar.clear();
   if (w.rank() == 0 && !a.quiet) {
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -310,12 +238,6 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
               << " in " << s << " s\n";
   }
   return 0;
-}
-
-inline int run_collect(const collect_args& a, const world& w) {
-  return run_collect(
-      a, w, [](const embplan::bench::meter_options& o) { return embplan::bench::shard_meter(o); },
-      "cpu");
 }
 
 }  // namespace embplan_cli

@@ -22,46 +22,29 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/cost/neural.hpp"
+#include "options.hpp"
 
 namespace embplan_cli {
-
-#ifdef EMBPLAN_BUNDLED_COMPUTE_MODEL
-inline constexpr const char* bundled_compute_model = EMBPLAN_BUNDLED_COMPUTE_MODEL;
-#else
-inline constexpr const char* bundled_compute_model = "";
-#endif
 
 struct planning_model {
   std::optional<embplan::neural_cost> compute;  // empty: the analytic model
   std::string text;                             // what the output calls it
 };
 
+// Where the bundled model is looked for, in order: next to an installed CLI
+// (<prefix>/share/embplan/cost/, found from the running executable), then in
+// the source tree the CLI was built from (a build tree's binary).
+std::vector<std::filesystem::path> bundled_compute_model_candidates();
+
 // `arg`: a path, "none", or empty for the bundled model. A missing bundled file
 // (a CLI installed without its data) falls back to the analytic model and says
 // so; a missing file the user named is an error.
-inline planning_model load_planning_model(const std::string& arg) {
-  if (arg == "none") return {std::nullopt, "none: neuroshard plans on the analytic model"};
-  const bool bundled = arg.empty();
-  const std::filesystem::path path = bundled ? bundled_compute_model : arg;
-  if (bundled && (path.empty() || !std::filesystem::exists(path))) {
-    return {std::nullopt, "the bundled model is not at '" + path.string() +
-                              "': neuroshard plans on the analytic model"};
-  }
-  if (!std::filesystem::exists(path)) {
-    embplan::detail::fail("--model", arg, "a neural_cost file (embplan train compute) or none");
-  }
-  auto model = embplan::neural_cost::load(path);
-  const auto& m = model.metadata();
-  std::string text = (bundled ? "bundled " : "") + path.filename().string() + " (" +
-                     std::string(embplan::cost::to_string(m.features)) + " features, " + m.meter +
-                     " meter at batch " + std::to_string(m.batch_size) +
-                     ", trained on: " + m.trained_on + ")";
-  return {std::move(model), std::move(text)};
-}
+planning_model load_planning_model(const std::string& arg);
 
 // Any cost model behind one type, for pricing finished plans: the report code
 // is compiled once rather than once per meter (a virtual call per device is
@@ -116,10 +99,14 @@ class any_meter {
 };
 static_assert(embplan::cost_model<any_meter>);
 
-inline void check_meter(const std::string& meter) {
-  if (meter != "simulated" && meter != "analytic" && meter != "measured") {
-    embplan::detail::fail("--meter", meter, "simulated, analytic or measured");
-  }
-}
+// Checks --meter and --reference(-ms) (options.hpp) together.
+void check_meter(const meter_args& m);
+
+// The meter every finished plan is priced by, and how the output names it.
+struct meter_choice {
+  any_meter meter;
+  std::string text;
+};
+meter_choice meter_of(const meter_args& m, const planning_model& pm);
 
 }  // namespace embplan_cli

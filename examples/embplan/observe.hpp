@@ -11,9 +11,13 @@
 //      indices concentrate (AutoShard §3.1, Fig. 4 left and middle).
 // Every figure is forward + backward of one fused embedding bag under the
 // AutoShard protocol (bench/protocol.hpp), at the meter's batch size.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +25,8 @@
 #include "embplan/bench/cpu_meter.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/data/synthetic_pool.hpp"
+#include "options.hpp"
+#include "progress.hpp"
 #include "text_table.hpp"
 
 namespace embplan_cli {
@@ -39,7 +45,21 @@ struct observe_args {
   double reference_ms = 0.0;   // the drift-reference rows' scale (0: each meter measures it)
   bool separate = false;       // CPU: also time forward and backward alone ((1) splits by part)
   std::int64_t max_weight_mib = 1536;  // CPU: largest shard materialised (10M x 32 fp32 fits)
+  bool quiet = false;                  // no progress line
 };
+
+// The options `embplan observe` and `embplan_gpu observe` share.
+inline void add_observe_options(CLI::App* app, observe_args& a) {
+  app->add_option("--batch-size", a.batch_size, "bags per table")->capture_default_str();
+  app->add_option("--sets", a.sets, "(1): random multi-table sets")->capture_default_str();
+  app->add_option("--tables-per-set", a.tables_per_set, "(1): tables per set")
+      ->capture_default_str();
+  app->add_option("--halves", a.halves, "(2): tables split per dimension")->capture_default_str();
+  app->add_option("--repeats", a.repeats, "(0): measurements of one shard")->capture_default_str();
+  app->add_option("--seed", a.seed, "random seed")->capture_default_str();
+  add_protocol_options(app, a.warmup, a.runs, a.drop);
+  add_quiet_option(app, a.quiet);
+}
 
 namespace detail {
 
@@ -102,13 +122,17 @@ inline int run_repeatability(const observe_args& a) {
   }
   std::vector<std::vector<double>> means(configurations.size());
   std::vector<double> within(configurations.size(), 0.0);
+  progress bar("observe --repeatability", "measurements",
+               static_cast<std::size_t>(a.repeats) * configurations.size(), !a.quiet);
   for (std::int32_t r = 0; r < a.repeats; ++r) {
     for (std::size_t c = 0; c < configurations.size(); ++c) {
       const auto m = meters[c].measure(shard, a.seed);
       means[c].push_back(m.total.mean_ms);
       within[c] += m.total.cv() / a.repeats;
+      bar.advance();
     }
   }
+  bar.clear();
   std::cout << "CPU meter repeatability: one 10-table shard (dim 32), B = " << a.batch_size
             << " bags per table, forward + backward, protocol W=" << a.warmup << " B=" << a.runs
             << " K=" << a.drop << ", " << a.repeats << " measurements per configuration\n";
@@ -159,15 +183,31 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
   namespace eb = embplan::bench;
   validate(a);
   const eb::meter_options& mo = meter.options();
+  // Every measurement below, in order: (0), (1) fused and singles, (2), (3).
+  const std::size_t measurements =
+      static_cast<std::size_t>(a.repeats) +
+      static_cast<std::size_t>(a.sets) * (1 + static_cast<std::size_t>(a.tables_per_set)) +
+      10 * static_cast<std::size_t>(a.halves) + 23;
+  progress bar("observe", "measurements", measurements, !a.quiet);
+  const auto measure = [&](std::span<const embplan::table_spec> tables, std::uint64_t seed) {
+    auto m = meter.measure(tables, seed);
+    bar.advance();
+    return m;
+  };
+  // Output goes where the progress line was.
+  const auto say = [&]() -> std::ostream& {
+    bar.clear();
+    return std::cout;
+  };
   const auto measure_total = [&](std::span<const embplan::table_spec> tables, std::uint64_t seed) {
-    return meter.measure(tables, seed).total.mean_ms;
+    return measure(tables, seed).total.mean_ms;
   };
   const auto pool = embplan::data::synthetic_pool({.seed = 0});
   embplan::rng gen(embplan::derive_seed(a.seed, 0x0b5e));
   const std::vector<std::int32_t> dims{4, 8, 16, 32, 64, 128};
-  std::cout << meter_name << ", B = " << mo.batch_size << " bags per table, forward + backward, "
-            << "protocol W=" << mo.protocol.warmup << " B=" << mo.protocol.runs
-            << " K=" << mo.protocol.drop << "\n\n";
+  say() << meter_name << ", B = " << mo.batch_size << " bags per table, forward + backward, "
+        << "protocol W=" << mo.protocol.warmup << " B=" << mo.protocol.runs
+        << " K=" << mo.protocol.drop << "\n\n";
 
   // (0) repeatability: one 10-table shard measured `repeats` times.
   {
@@ -180,15 +220,15 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
     std::vector<double> means;
     double within = 0.0;
     for (std::int32_t r = 0; r < a.repeats; ++r) {
-      const auto m = meter.measure(shard, a.seed);
+      const auto m = measure(shard, a.seed);
       means.push_back(m.total.mean_ms);
       within += m.total.cv() / a.repeats;
     }
     const auto moments = eb::trimmed(means, 0);
-    std::cout << "(0) repeatability: one 10-table shard (dim 32) measured " << a.repeats
-              << " times: mean " << fixed(moments.mean_ms, 3) << " ms, coefficient of variation "
-              << fixed(100.0 * moments.cv(), 2)
-              << " % (runs within one measurement: " << fixed(100.0 * within, 2) << " %)\n\n";
+    say() << "(0) repeatability: one 10-table shard (dim 32) measured " << a.repeats
+          << " times: mean " << fixed(moments.mean_ms, 3) << " ms, coefficient of variation "
+          << fixed(100.0 * moments.cv(), 2)
+          << " % (runs within one measurement: " << fixed(100.0 * within, 2) << " %)\n\n";
   }
 
   // (1) fused vs sum of singles, over random sets of pool tables at random dims.
@@ -212,12 +252,12 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
       for (std::size_t i = 0; i < set.size(); ++i)
         set[i].rows = rows[i];
       const auto seed = embplan::derive_seed(a.seed, static_cast<std::uint64_t>(s));
-      const auto fused = meter.measure(set, seed);
+      const auto fused = measure(set, seed);
       double sum = 0.0;
       double forward_sum = 0.0;
       double backward_sum = 0.0;
       for (const auto& t : set) {
-        const auto single = meter.measure(std::span<const embplan::table_spec>(&t, 1), seed);
+        const auto single = measure(std::span<const embplan::table_spec>(&t, 1), seed);
         sum += single.total.mean_ms;
         forward_sum += single.forward.mean_ms;
         backward_sum += single.backward.mean_ms;
@@ -237,15 +277,15 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
       return "mean " + fixed(mean, 3) + ", min " + fixed(r.front(), 3) + ", median " +
              fixed(r[r.size() / 2], 3) + ", max " + fixed(r.back(), 3);
     };
-    std::cout << "(1) multi-table cost vs sum of single-table costs (" << a.sets << " random "
-              << a.tables_per_set << "-table sets)\n"
-              << "    fused < sum in " << below << " of " << a.sets
-              << " sets; fused / sum: " << summary(ratios) << "\n";
+    say() << "(1) multi-table cost vs sum of single-table costs (" << a.sets << " random "
+          << a.tables_per_set << "-table sets)\n"
+          << "    fused < sum in " << below << " of " << a.sets
+          << " sets; fused / sum: " << summary(ratios) << "\n";
     if (mo.separate) {
-      std::cout << "    forward only: " << summary(forward_ratios) << "\n"
-                << "    backward only: " << summary(backward_ratios) << "\n";
+      say() << "    forward only: " << summary(forward_ratios) << "\n"
+            << "    backward only: " << summary(backward_ratios) << "\n";
     }
-    std::cout << '\n';
+    say() << '\n';
   }
 
   // (2) each column half vs half the original, per split dimension.
@@ -270,9 +310,9 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
                  std::to_string(a.halves), fixed(sum / a.halves, 3),
                  std::to_string(above) + "/" + std::to_string(a.halves)});
     }
-    std::cout << "(2) column halves: cost of one half / cost of the whole table\n";
-    table.print(std::cout);
-    std::cout << '\n';
+    say() << "(2) column halves: cost of one half / cost of the whole table\n";
+    table.print(say());
+    say() << '\n';
   }
 
   // (3) growth with one factor varied around rows 1M, dim 32, pooling 20, all
@@ -284,7 +324,7 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
     const auto row = [](text_table& tt, const std::string& label, double ms, double base) {
       tt.add({label, fixed(ms, 3), fixed(ms / base, 2)});
     };
-    std::cout << "(3) growth (rows 1,000,000, dim 32, pooling 20, unique indices, varying one)\n";
+    say() << "(3) growth (rows 1,000,000, dim 32, pooling 20, unique indices, varying one)\n";
     text_table by_dim({"dim", "ms", "x dim 4"});
     double base = 0.0;
     for (const auto d : dims) {
@@ -292,7 +332,7 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
       if (base == 0.0) base = ms;
       row(by_dim, std::to_string(d), ms, base);
     }
-    by_dim.print(std::cout);
+    by_dim.print(say());
     text_table by_pf({"pooling", "ms", "x pooling 1"});
     base = 0.0;
     for (const double pf : {1.0, 5.0, 10.0, 20.0, 50.0, 100.0}) {
@@ -300,7 +340,7 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
       if (base == 0.0) base = ms;
       row(by_pf, fixed(pf, 0), ms, base);
     }
-    by_pf.print(std::cout);
+    by_pf.print(say());
     text_table by_rows({"rows", "ms", "x 1e3 rows"});
     base = 0.0;
     for (const std::int64_t rows : {1'000, 10'000, 100'000, 1'000'000, 10'000'000}) {
@@ -314,7 +354,7 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
       if (base == 0.0) base = ms;
       row(by_rows, std::to_string(rows), ms, base);
     }
-    by_rows.print(std::cout);
+    by_rows.print(say());
     text_table by_reuse({"occurrences per unique index", "ms", "x unique"});
     base = 0.0;
     for (std::size_t bin = 0; bin <= 10; bin += 2) {
@@ -322,21 +362,9 @@ int run_observations(const observe_args& a, Meter& meter, const std::string& met
       if (base == 0.0) base = ms;
       row(by_reuse, "~" + fixed(embplan::reuse_bin_middle(bin), 0), ms, base);
     }
-    by_reuse.print(std::cout);
+    by_reuse.print(say());
   }
   return 0;
-}
-
-inline int run_observe(const observe_args& a) {
-  if (a.repeats < 2) embplan::detail::fail("observe.repeats", a.repeats, "a count >= 2");
-  if (a.repeatability) return run_repeatability(a);
-  validate(a);
-  if (a.max_weight_mib < 1) {
-    embplan::detail::fail("observe.max_weight_mib", a.max_weight_mib, "at least 1");
-  }
-  embplan::bench::shard_meter meter(
-      observe_meter_options(a, static_cast<std::uint64_t>(a.max_weight_mib) << 20, a.separate));
-  return run_observations(a, meter, "CPU meter");
 }
 
 }  // namespace embplan_cli

@@ -2,6 +2,7 @@
 // A tiny aligned text table for the CLI's reports.
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -53,6 +54,39 @@ inline std::string fixed(double v, int digits = 2) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+// A size for a person: "1.50 GiB", "12.0 MiB", "3.0 KiB", "512 B".
+inline std::string bytes_text(std::uint64_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  if (bytes >= (std::uint64_t{1} << 30)) return fixed(b / double(std::uint64_t{1} << 30)) + " GiB";
+  if (bytes >= (std::uint64_t{1} << 20))
+    return fixed(b / double(std::uint64_t{1} << 20), 1) + " MiB";
+  if (bytes >= (std::uint64_t{1} << 10))
+    return fixed(b / double(std::uint64_t{1} << 10), 1) + " KiB";
+  return std::to_string(bytes) + " B";
+}
+
+// `text` as lines of at most `width` columns, broken at spaces (a word longer
+// than a line stands alone).
+inline void print_wrapped(std::ostream& os, const std::string& text, std::size_t width = 80) {
+  std::size_t column = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t end = std::min(text.find(' ', i), text.size());
+    const std::size_t word = end - i;
+    if (column > 0 && column + 1 + word > width) {
+      os << '\n';
+      column = 0;
+    } else if (column > 0) {
+      os << ' ';
+      ++column;
+    }
+    os << text.substr(i, word);
+    column += word;
+    i = end + 1;
+  }
+  os << '\n';
 }
 
 }  // namespace embplan_cli

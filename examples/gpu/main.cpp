@@ -16,8 +16,8 @@
 #include <string>
 
 #include "../embplan/collect.hpp"
-#include "../embplan/measure_options.hpp"
 #include "../embplan/observe.hpp"
+#include "../embplan/options.hpp"
 #include "embplan/core/error.hpp"
 #include "gpu_meter.hpp"
 
@@ -41,20 +41,7 @@ int main(int argc, char** argv) {
   co.max_weight_mib = 8192;
   auto* collect = app.add_subcommand(
       "collect", "Compute cost data (NeuroShard Alg. 3-4) as JSON lines; resumable");
-  collect->add_option("--out", co.out, "JSON-lines file (appended; ids on file are skipped)")
-      ->required();
-  collect->add_option("--samples", co.samples, "sample ids 0..N-1 to have on file")
-      ->capture_default_str();
-  collect->add_option("--seed", co.seed, "random seed")->capture_default_str();
-  collect->add_option("--half", co.half, "whole | train | test half of the pool (DreamShard split)")
-      ->capture_default_str();
-  collect->add_option("--split-seed", co.split_seed, "seed of the pool's split into halves")
-      ->capture_default_str();
-  collect->add_option("--batch-size", co.batch_size, "bags per table")->capture_default_str();
-  collect->add_option("--max-weight-mib", co.max_weight_mib, "weights materialised per sample")
-      ->capture_default_str();
-  collect->add_flag("--quiet", co.quiet, "no progress bar");
-  embplan_cli::add_protocol_options(collect, co.warmup, co.runs, co.drop);
+  embplan_cli::add_collect_options(collect, co);
 
   CLI11_PARSE(app, argc, argv);
   try {

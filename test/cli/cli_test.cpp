@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -229,7 +231,9 @@ TEST_CASE("collect compute: JSON lines, resumable") {
           out.string());
   REQUIRE(r.code == 0);
   CHECK(r.err.find("2 samples to measure (3 already in") != std::string::npos);
-  CHECK(r.err.find("ETA") != std::string::npos);  // the progress bar
+  // stderr is a file here, not a terminal: no progress line.
+  CHECK(r.err.find("ETA") == std::string::npos);
+  CHECK(r.err.find('\r') == std::string::npos);
   CHECK(record_ids(out) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
 }
 
@@ -780,4 +784,260 @@ TEST_CASE("train: a bad kind and a missing data file are named") {
   const auto data = run("train comm --data /nonexistent/records.jsonl --out y.safetensors");
   CHECK(data.code == 2);
   CHECK(data.err.find("/nonexistent/records.jsonl") != std::string::npos);
+}
+
+namespace {
+// A small task file (the first of 2 neuroshard tasks on 4 devices).
+fs::path small_tasks() {
+  static const fs::path path = [] {
+    const auto p = scratch() / "small-tasks.json";
+    const auto r = run("tasks --devices 4 --max-dim 32 --count 2 --seed 1 --out " + p.string());
+    REQUIRE(r.code == 0);
+    return p;
+  }();
+  return path;
+}
+}  // namespace
+
+TEST_CASE("plan lists which table, and which piece of it, went to which device") {
+  const auto json = scratch() / "plan-report.json";
+  const auto r = run("plan --task " + small_tasks().string() + " --planner neuroshard --json " +
+                     json.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* column : {"table", "name", "piece", "device", "cost ms", "memory"})
+    CHECK(r.out.find(column) != std::string::npos);
+  CHECK(r.out.find("cost ms = the piece alone") != std::string::npos);
+  CHECK(r.out.find("cost (max over devices)") != std::string::npos);  // the per-device summary
+  const auto j = nlohmann::json::parse(slurp(json));
+  const auto task = nlohmann::json::parse(slurp(small_tasks())).at("tasks").at(0);
+  REQUIRE(j.at("tables").size() >= task.at("tables").size());  // column splits add pieces
+  std::set<std::string> named;
+  for (const auto& piece : j.at("tables")) {
+    named.insert(piece.at("name").get<std::string>());
+    CHECK(piece.at("device").get<std::size_t>() < 4);
+    CHECK(piece.at("cost_ms").get<double>() >= 0.0);
+    CHECK(piece.at("memory_bytes").get<std::uint64_t>() > 0);
+    CHECK(r.out.find(piece.at("name").get<std::string>()) != std::string::npos);
+  }
+  CHECK(named.size() == task.at("tables").size());  // every table listed
+  CHECK(j.at("devices").size() == 4);
+  CHECK(j.at("cost_ms").get<double>() > 0.0);
+
+  // A table split by rows: its pieces say which rows.
+  const auto big = scratch() / "big-rowwise.json";
+  write(big, R"({"name": "rowwise",
+                 "tables": [{"name": "huge", "rows": 2000000000, "dim": 4, "pooling_factor": 1,
+                             "dtype": "fp16"},
+                            {"name": "small", "rows": 1000, "dim": 8, "pooling_factor": 2}],
+                 "cluster": {"count": 8, "device": {"memory_gib": 4}}})");
+  const auto rw = run("plan --task " + big.string() + " --planner rowwise_lookup_greedy");
+  REQUIRE(rw.code == 0);
+  CHECK(rw.out.find("rows [0, ") != std::string::npos);
+  CHECK(rw.out.find("whole") != std::string::npos);  // the small table
+  CHECK(rw.out.find("GiB") != std::string::npos);
+}
+
+TEST_CASE("a table that fits no device: the failure says GiB and suggests the rowwise_ planners") {
+  const auto big = scratch() / "big-hint.json";
+  write(big, R"({"name": "too-big",
+                 "tables": [{"name": "huge", "rows": 2000000000, "dim": 128, "pooling_factor": 1}],
+                 "cluster": {"count": 2, "device": {"memory_gib": 4}}})");
+  for (const char* planner : {"lookup_greedy", "neuroshard", "torchrec"}) {
+    const auto r = run("plan --task " + big.string() + " --planner " + planner);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("huge") != std::string::npos);
+    CHECK(r.err.find("GiB") != std::string::npos);
+    CHECK(r.err.find(" bytes") == std::string::npos);
+    CHECK(r.err.find("rowwise_torchrec") != std::string::npos);
+  }
+  // A rowwise_ planner that still finds no room is not told to try itself.
+  const auto r = run("plan --task " + big.string() + " --planner rowwise_lookup_greedy");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("GiB") != std::string::npos);
+  CHECK(r.err.find("try a rowwise_") == std::string::npos);
+}
+
+TEST_CASE("plan and compare take the same planner names, rowwise_ ones included") {
+  auto r =
+      run("compare --devices 4 --max-dim 16 --count 1 --planners rowwise_lookup_greedy,"
+          "lookup_greedy,rowwise_neuroshard");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("rowwise_lookup_greedy") != std::string::npos);
+  CHECK(r.out.find("rowwise_neuroshard") != std::string::npos);
+  r = run("plan --task " + small_tasks().string() + " --planner rowwise_neuroshard");
+  CHECK(r.code == 0);
+  for (const char* command : {"plan --task x.json --planner", "compare --planners"}) {
+    r = run(std::string(command) + " rowwise_bogus");
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(std::string(command).find("compare") == 0 ? "'--planners'" : "'--planner'") !=
+          std::string::npos);
+    CHECK(r.err.find("\"rowwise_bogus\"") != std::string::npos);
+    CHECK(r.err.find("rowwise_") != std::string::npos);
+  }
+}
+
+TEST_CASE("compare checks every option before it prints anything") {
+  struct bad {
+    const char* args;
+    const char* flag;
+    const char* value;
+  };
+  for (const auto& b : {
+           bad{"--count 1 --max-dim 999", "'--max-dim'", "999"},
+           bad{"--count 1 --max-dim 16 --devices 4 0", "'--devices'", "0"},
+           bad{"--count 0 --max-dim 16", "'--count'", "0"},
+           bad{"--count 1 --max-dim 16 --memory-gib 0", "'--memory-gib'", "0"},
+           bad{"--count 1 --max-dim 16 --protocol tiny", "'--protocol'", "\"tiny\""},
+           bad{"--count 1 --max-dim 16 --half left", "'--half'", "\"left\""},
+           bad{"--count 1 --max-dim 16 --meter fast", "'--meter'", "\"fast\""},
+           bad{"--count 1 --max-dim 16 --json /nonexistent-dir/c.json", "'--json'",
+               "/nonexistent-dir"},
+       }) {
+    const auto r = run(std::string("compare ") + b.args);
+    INFO(std::string(b.args));
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find(b.flag) != std::string::npos);
+    CHECK(r.err.find(b.value) != std::string::npos);
+  }
+  // tasks and plan too.
+  auto r = run("tasks --max-dim 999 --out " + (scratch() / "t999.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("'--max-dim' = 999") != std::string::npos);
+  r = run("plan --task " + small_tasks().string() + " --out /nonexistent-dir/p.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("'--out'") != std::string::npos);
+  r = run("size --rows 1000 --dim 128 --budget-gib -1");
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("'--budget-gib' = -1") != std::string::npos);
+}
+
+TEST_CASE("compare: a setting where some tasks fail shows the mean of the solved ones, (n/N)") {
+  // 4 GiB devices, 64-dim tables: random placement runs out of memory on some.
+  const auto json = scratch() / "compare-partial.json";
+  const auto r =
+      run("compare --devices 4 --max-dim 128 --count 6 --memory-gib 1.2 "
+          "--planners random,lookup_greedy --model none --meter analytic --json " +
+          json.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(json));
+  for (const auto& row : j.at("settings").at(0).at("planners")) {
+    const auto solved = row.at("succeeded").get<std::size_t>();
+    const std::string suffix = "(" + std::to_string(solved) + "/6)";
+    if (solved == 6) {
+      CHECK(r.out.find(row.at("planner").get<std::string>()) != std::string::npos);
+    } else if (solved > 0) {
+      char mean[32];
+      std::snprintf(mean, sizeof mean, "%.2f", row.at("mean_cost_ms_of_succeeded").get<double>());
+      CHECK(r.out.find(std::string(mean) + " " + suffix) != std::string::npos);
+    } else {
+      CHECK(r.out.find("- " + suffix) != std::string::npos);
+    }
+  }
+  // Every line of the legend fits 80 columns (the tables may be wider).
+  std::istringstream lines_of(r.out);
+  for (std::string line; std::getline(lines_of, line);) {
+    if (line.rfind("speedup/random", 0) == 0 || line.rfind("cost = ", 0) == 0) {
+      CHECK(line.size() <= 80);
+    }
+  }
+}
+
+TEST_CASE(
+    "progress: nothing on stderr when it is not a terminal; --quiet taken by every long run") {
+  const auto records = scratch() / "quiet-comm.jsonl";
+  fs::remove(records);
+  auto r = run("collect comm --samples 12 --devices 4 --batch-size 32 --quiet --out " +
+               records.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  r = run("collect comm --samples 14 --devices 4 --batch-size 32 --out " + records.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find('\r') == std::string::npos);
+  CHECK(r.err.find("samples,") == std::string::npos);
+  for (const std::string quiet : {"", " --quiet"}) {
+    auto c = run("compare --devices 4 --max-dim 16 --count 1 --planners random" + quiet);
+    CHECK(c.code == 0);
+    CHECK(c.err.empty());
+    c = run("train comm --data " + records.string() + " --epochs 2 --out " +
+            (scratch() / "quiet-comm.safetensors").string() + quiet);
+    CHECK(c.code == 0);
+    CHECK(c.err.empty());
+    c = run("observe --repeatability --repeats 2 --batch-size 16 --warmup 0 --runs 3 --drop 1" +
+            quiet);
+    CHECK(c.code == 0);
+    CHECK(c.err.empty());
+  }
+}
+
+TEST_CASE("progress: one updating line on a terminal") {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    MESSAGE("SKIPPED: no `script` to run the CLI on a pseudo-terminal");
+    return;
+  }
+  // script(1) gives the CLI a pseudo-terminal; its output comes back on stdout.
+  const auto out = scratch() / "tty.txt";
+  const std::string cmd = "script -qec '" + std::string(EMBPLAN_CLI) +
+                          " compare --devices 4 --max-dim 16 --count 2 --planners random' "
+                          "/dev/null >" +
+                          out.string() + " 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const auto text = slurp(out);
+  CHECK(text.find("compare: ") != std::string::npos);
+  CHECK(text.find("/2 plans, ") != std::string::npos);
+  CHECK(text.find('\r') != std::string::npos);
+  // --quiet: no progress line even there.
+  const std::string quiet = "script -qec '" + std::string(EMBPLAN_CLI) +
+                            " compare --devices 4 --max-dim 16 --count 2 --planners random "
+                            "--quiet' /dev/null >" +
+                            out.string() + " 2>&1";
+  REQUIRE(std::system(quiet.c_str()) == 0);
+  CHECK(slurp(out).find("/2 plans, ") == std::string::npos);
+}
+
+TEST_CASE("an installed CLI finds its bundled model under <prefix>/share/embplan") {
+  // A prefix laid out as `cmake --install` does, holding another model under
+  // the bundled name: the CLI must take that one, not the source tree's.
+  const auto prefix = scratch() / "prefix";
+  fs::remove_all(prefix);
+  fs::create_directories(prefix / "bin");
+  fs::create_directories(prefix / "share" / "embplan" / "cost");
+  fs::copy_file(EMBPLAN_CLI, prefix / "bin" / "embplan");
+  const std::string plan = " plan --task " + small_tasks().string() + " --planner neuroshard";
+  const auto installed = [&] {
+    const auto out = scratch() / "installed.txt";
+    const std::string cmd =
+        (prefix / "bin" / "embplan").string() + plan + " >" + out.string() + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    return std::pair{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out)};
+  };
+  // No model next to it: the source tree's (a binary in a build tree).
+  auto [code, text] = installed();
+  REQUIRE(code == 0);
+  CHECK(text.find("planning model: bundled cpu_compute_model.safetensors") != std::string::npos);
+  CHECK(text.find("cpu meter") != std::string::npos);
+  // The GPU model in its place: found next to the binary first.
+  fs::copy_file(fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost" / "gpu_compute_model.safetensors",
+                prefix / "share" / "embplan" / "cost" / "cpu_compute_model.safetensors");
+  std::tie(code, text) = installed();
+  REQUIRE(code == 0);
+  CHECK(text.find("planning model: bundled cpu_compute_model.safetensors") != std::string::npos);
+  CHECK(text.find("cuda meter") != std::string::npos);
+  CHECK(text.find("cpu meter") == std::string::npos);
+  // --model still wins.
+  const auto out = scratch() / "installed-none.txt";
+  REQUIRE(std::system(((prefix / "bin" / "embplan").string() + plan + " --model none >" +
+                       out.string() + " 2>&1")
+                          .c_str()) == 0);
+  CHECK(slurp(out).find("planning model: none") != std::string::npos);
 }

@@ -1,4 +1,3 @@
-#pragma once
 // `embplan train compute`: fits NeuroShard's compute-cost network to the
 // records of `embplan collect compute` (cost/train.hpp) and writes it as a
 // neural_cost file (safetensors + metadata: feature set, meter, batch size,
@@ -6,12 +5,16 @@
 // `embplan train comm`: fits NeuroShard's forward and backward communication
 // models to `embplan collect comm` records (cost/train_comm.hpp) and writes
 // them as one neural_comm file (metadata: device count, meter, batch size).
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "embplan/cost/neural.hpp"
 #include "embplan/cost/neural_comm.hpp"
 #include "embplan/cost/train.hpp"
@@ -19,9 +22,13 @@
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json.hpp"
+#include "options.hpp"
+#include "progress.hpp"
 #include "text_table.hpp"
 
 namespace embplan_cli {
+
+namespace {
 
 struct train_args {
   std::string kind;  // compute | comm
@@ -34,14 +41,20 @@ struct train_args {
   int epochs = 0;    // 0: the kind's default (train_options / comm_train_options)
   std::uint64_t seed = 0;
   std::uint64_t split_seed = 0;  // the pool split the records' half is told by
+  bool quiet = false;            // no progress line
 };
 
-inline int run_train_comm(const train_args& a) {
+int run_train_comm(const train_args& a) {
   const auto records = embplan::cost::read_comm_records(a.data);
   embplan::cost::comm_train_options o;
   if (a.epochs != 0) o.epochs = a.epochs;
   o.seed = a.seed;
+  // The forward model's epochs, then the backward model's.
+  progress bar("train comm", "epochs", 2 * static_cast<std::size_t>(std::max(o.epochs, 0)),
+               !a.quiet);
+  o.on_epoch = [&bar] { bar.advance(); };
   const auto trained = embplan::cost::train_comm_models(records, o);
+  bar.clear();
   const auto& report = trained.report;
 
   embplan::neural_comm_metadata meta;
@@ -86,20 +99,24 @@ inline int run_train_comm(const train_args& a) {
   return 0;
 }
 
-inline int run_train(const train_args& a) {
-  if (a.kind == "comm") return run_train_comm(a);
-  if (a.kind != "compute") {
+int run_train(const train_args& a) {
+  if (a.kind != "compute" && a.kind != "comm") {
     embplan::detail::fail("train.kind", a.kind, "\"compute\" or \"comm\"");
   }
-  const auto pool = a.pool.empty()
-                        ? embplan::data::synthetic_pool({.seed = 0})
-                        : embplan::io::pool_from_json(embplan::io::read_json_file(a.pool));
+  check_output_path("--out", a.out);
+  if (a.epochs < 0) embplan::detail::fail("--epochs", a.epochs, "a count >= 0 (0: the default)");
+  if (a.kind == "comm") return run_train_comm(a);
+  const auto pool = load_pool(a.pool);
   const auto records = embplan::cost::read_compute_records(a.data);
   embplan::cost::train_options o;
   o.features = embplan::cost::parse_feature_set(a.features, "train.features");
   if (a.epochs != 0) o.epochs = a.epochs;
   o.seed = a.seed;
+  progress bar("train compute", "epochs", static_cast<std::size_t>(std::max(o.epochs, 0)),
+               !a.quiet);
+  o.on_epoch = [&bar] { bar.advance(); };
   const auto [net, report] = embplan::cost::train_compute_model(records, pool, o);
+  bar.clear();
 
   text_table table({"split", "samples", "MSE (ms^2)", "MAPE", "R^2"});
   const auto row = [&](const char* name, const embplan::cost::regression_metrics& m) {
@@ -147,6 +164,31 @@ inline int run_train(const train_args& a) {
   model.save(a.out);
   std::cout << "wrote " << a.out << '\n';
   return 0;
+}
+
+}  // namespace
+
+command add_train(CLI::App& app) {
+  auto a = std::make_shared<train_args>();
+  auto* sub = app.add_subcommand(
+      "train",
+      "Train the compute- or communication-cost models on `collect` records (NeuroShard §3.2)");
+  sub->add_option("kind", a->kind, "compute | comm")->required();
+  sub->add_option("--data", a->data, "JSON-lines records of `embplan collect compute|comm`")
+      ->required();
+  sub->add_option("--out", a->out, "model file (safetensors with metadata)")->required();
+  add_pool_option(sub, a->pool);
+  sub->add_option("--features", a->features, "embplan21 | neuroshard20")->capture_default_str();
+  sub->add_option("--epochs", a->epochs,
+                  "training epochs, the best validation epoch kept (0: compute 60, comm 1000)")
+      ->capture_default_str();
+  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  sub->add_option("--trained-on", a->trained_on, "recorded in the model file");
+  add_split_seed_option(sub, a->split_seed);
+  sub->add_option("--eval", a->eval,
+                  "also judge the model on these records (e.g. the pool's other half)");
+  add_quiet_option(sub, a->quiet);
+  return {sub, [a] { return run_train(*a); }};
 }
 
 }  // namespace embplan_cli

@@ -1,4 +1,3 @@
-#pragma once
 // `embplan skew`: the embedding-tables chapter's demo (§5, Code 38.2.2) and its
 // exercise: a table hash-partitioned by rows, a Zipf batch of requests, rows
 // and lookups per shard, the skew factor, the hottest IDs, and the routed
@@ -9,16 +8,20 @@
 // a replicated ID are routed by --routing: balanced (default; water-filling
 // onto the least-loaded holder, so the curve is non-increasing in k) or random
 // (the chapter's exercise: uniformly at random, seeded).
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/rowwise/gather.hpp"
@@ -30,6 +33,8 @@
 #include "text_table.hpp"
 
 namespace embplan_cli {
+
+namespace {
 
 struct skew_args {
   std::int64_t rows = 20'000;
@@ -74,7 +79,7 @@ inline std::string routing_text(embplan::rowwise::replica_routing r, std::uint64
 
 }  // namespace detail
 
-inline int run_skew(const skew_args& a) {
+int run_skew(const skew_args& a) {
   namespace rw = embplan::rowwise;
   if (a.dim <= 0) embplan::detail::fail("--dim", a.dim, "a positive dimension");
   if (a.requests == 0) embplan::detail::fail("--requests", a.requests, "at least 1 request");
@@ -214,6 +219,34 @@ inline int run_skew(const skew_args& a) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+command add_skew(CLI::App& app) {
+  auto a = std::make_shared<skew_args>();
+  auto* sub = app.add_subcommand(
+      "skew", "Row-wise hash sharding of one table: load skew, hot-row replication, gather check");
+  sub->add_option("--rows", a->rows, "table rows N")->capture_default_str();
+  sub->add_option("--dim", a->dim, "embedding dimension d")->capture_default_str();
+  sub->add_option("--shards", a->shards, "shards S")->capture_default_str();
+  sub->add_option("--requests", a->requests, "requested IDs in the batch")->capture_default_str();
+  sub->add_option("--zipf", a->zipf, "Zipf exponent of the requests")->capture_default_str();
+  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  sub->add_option("--multiplier", a->multiplier, "hash multiplier A: shard = (id * A) mod S")
+      ->capture_default_str();
+  sub->add_option("--replicate", a->replicate,
+                  "replicate the k hottest IDs; prints the skew for k = 0, 1, 2, 5, ... K");
+  sub->add_option("--target-skew", a->target_skew, "print the smallest k reaching this skew");
+  sub->add_option("--routing", a->routing,
+                  "reads of replicated IDs: balanced (least-loaded holder) | random")
+      ->capture_default_str();
+  sub->add_option("--replicas", a->replicas, "shards holding each hot row (0 = all)")
+      ->capture_default_str();
+  sub->add_option("--workers", a->workers, "workers the batch is split over (gradient pushes)")
+      ->capture_default_str();
+  sub->add_option("--top", a->top, "hottest IDs listed")->capture_default_str();
+  return {sub, [a] { return run_skew(*a); }};
 }
 
 }  // namespace embplan_cli

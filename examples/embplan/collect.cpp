@@ -1,0 +1,67 @@
+// `embplan collect compute|comm` on the CPU meter (collect.hpp).
+#include "collect.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
+
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "options.hpp"
+
+namespace embplan_cli {
+
+namespace {
+
+int run_cpu_collect(const collect_args& a) {
+  const world w;
+  // An error on one rank would leave the others waiting in a collective:
+  // every rank says why and the world ends.
+  try {
+    return run_collect(
+        a, w, [](const embplan::bench::meter_options& o) { return embplan::bench::shard_meter(o); },
+        "cpu");
+  } catch (const embplan::error& e) {
+    std::cerr << "embplan: error: " << e.what() << '\n';
+    w.abort(exit_bad_input);
+  } catch (const std::exception& e) {
+    std::cerr << "embplan: internal error: " << e.what() << '\n';
+    w.abort(1);
+  }
+}
+
+}  // namespace
+
+command add_collect(CLI::App& app) {
+  auto a = std::make_shared<collect_args>();
+  auto* sub = app.add_subcommand(
+      "collect", "Measure cost data (NeuroShard Alg. 3-5) as JSON lines; resumable; MPI-aware");
+  sub->add_option("kind", a->kind, "compute | comm")->required();
+  add_collect_options(sub, *a);
+  add_pool_option(sub, a->pool);
+  sub->add_option("--dims", a->dims, "augmentation dims (Alg. 3)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--min-tables", a->min_tables, "compute: fewest tables per combination")
+      ->capture_default_str();
+  sub->add_option("--max-tables", a->max_tables, "compute: most tables per combination")
+      ->capture_default_str();
+  sub->add_option("--devices", a->devices, "comm: devices (default: MPI ranks, else 4)");
+  sub->add_option("--min-place", a->min_place, "comm: fewest tables per placement")
+      ->capture_default_str();
+  sub->add_option("--max-place", a->max_place, "comm: most tables per placement")
+      ->capture_default_str();
+  sub->add_option("--max-start-ms", a->max_start_ms, "comm: start times in [0, this]")
+      ->capture_default_str();
+  add_memory_option(sub, a->memory_gib);
+  sub->add_flag("--reference", a->reference,
+                "compute: pair every timed run with a fixed reference shard and scale by it "
+                "(cancels a shared machine's slow and fast spells)");
+  sub->add_option("--reference-ms", a->reference_ms,
+                  "compute: the reference shard's time to scale to (implies --reference; "
+                  "default: measured once by rank 0); recorded in every record");
+  return {sub, [a] { return run_cpu_collect(*a); }};
+}
+
+}  // namespace embplan_cli

@@ -1,0 +1,346 @@
+// `embplan compare`: every registered planner on the same tasks, judged by one
+// meter, reported in the shape of NeuroShard Table 1 / Table 3.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "embplan/cost/evaluate.hpp"
+#include "embplan/data/tasks.hpp"
+#include "embplan/io/json.hpp"
+#include "embplan/search/lower_bound.hpp"
+#include "models.hpp"
+#include "options.hpp"
+#include "planners.hpp"
+#include "progress.hpp"
+#include "tasks.hpp"
+#include "text_table.hpp"
+
+namespace embplan_cli {
+
+namespace {
+
+struct planner_summary {
+  std::string planner;
+  std::size_t tasks = 0;
+  std::size_t succeeded = 0;
+  std::size_t no_device = 0;  // failures on a task with a table larger than any device
+  double mean_cost_ms = 0.0;  // over the succeeded tasks
+  double mean_balance = 0.0;  // over succeeded tasks
+  double mean_speedup = 0.0;  // cost(random) / cost(plan), over tasks both solved
+  std::size_t speedup_tasks = 0;
+  double mean_sharding_ms = 0.0;    // over all tasks
+  double mean_gap = 0.0;            // cost / lower bound - 1, over succeeded tasks
+  std::uint64_t cache_lookups = 0;  // the searcher's device-cost cache, all tasks
+  std::uint64_t cache_hits = 0;
+  bool has_cache() const { return cache_lookups > 0; }
+  double cache_hit_rate() const {
+    return cache_lookups ? double(cache_hits) / double(cache_lookups) : 0.0;
+  }
+  double success_rate() const { return tasks ? double(succeeded) / double(tasks) : 0.0; }
+  bool all_succeeded() const { return tasks > 0 && succeeded == tasks; }
+  // The mean cost, and where some task failed, over the solved ones: "12.34 (3/4)".
+  std::string cost_text() const {
+    if (all_succeeded()) return fixed(mean_cost_ms);
+    const std::string solved = "(" + std::to_string(succeeded) + "/" + std::to_string(tasks) + ")";
+    return (succeeded ? fixed(mean_cost_ms) : std::string("-")) + " " + solved;
+  }
+};
+
+// Runs each planner on each task (seed = task index, so planners see the same
+// randomness per task) and prices every plan with `meter`. NeuroShard's
+// planners search on the planning model (planners.hpp).
+std::vector<planner_summary> compare_planners(std::span<const embplan::task> tasks,
+                                              std::span<const std::string> planners,
+                                              const any_meter& meter, const planning_model& pm,
+                                              std::uint64_t seed, progress& bar) {
+  const std::size_t n = tasks.size();
+  std::vector<std::vector<double>> cost(
+      planners.size(), std::vector<double>(n, std::numeric_limits<double>::quiet_NaN()));
+  std::vector<planner_summary> out(planners.size());
+  // The additive lower bound under the meter itself (search/lower_bound.hpp),
+  // once per task: gap = how far a plan is from it.
+  std::vector<double> bound(n);
+  for (std::size_t i = 0; i < n; ++i)
+    bound[i] = embplan::additive_lower_bound(tasks[i], meter);
+  for (std::size_t p = 0; p < planners.size(); ++p) {
+    auto& s = out[p];
+    s.planner = planners[p];
+    s.tasks = n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto result = run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm);
+      s.mean_sharding_ms += result.search_ms / double(n);
+      s.cache_lookups += result.cache_lookups;
+      s.cache_hits += result.cache_hits;
+      if (!result.ok) {
+        s.no_device += oversized_tables(tasks[i]) > 0 ? 1 : 0;
+        bar.advance();
+        continue;
+      }
+      const auto measured = embplan::evaluate(tasks[i], result.placement, meter);
+      cost[p][i] = measured.max_ms();
+      ++s.succeeded;
+      s.mean_cost_ms += cost[p][i];
+      s.mean_balance += measured.balance();
+      s.mean_gap += embplan::gap_to_bound(cost[p][i], bound[i]);
+      bar.advance();
+    }
+    if (s.succeeded) {
+      s.mean_cost_ms /= double(s.succeeded);
+      s.mean_balance /= double(s.succeeded);
+      s.mean_gap /= double(s.succeeded);
+    }
+  }
+  // Speedup over random: on the tasks both random and the planner solved.
+  std::size_t random_index = planners.size();
+  for (std::size_t p = 0; p < planners.size(); ++p) {
+    if (planners[p] == "random") random_index = p;
+  }
+  if (random_index < planners.size()) {
+    for (std::size_t p = 0; p < planners.size(); ++p) {
+      double sum = 0.0;
+      std::size_t k = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double r = cost[random_index][i];
+        const double c = cost[p][i];
+        if (std::isnan(r) || std::isnan(c) || c <= 0.0) continue;
+        sum += r / c;
+        ++k;
+      }
+      out[p].speedup_tasks = k;
+      out[p].mean_speedup = k ? sum / double(k) : 0.0;
+    }
+  }
+  return out;
+}
+
+nlohmann::json to_json(const planner_summary& s) {
+  nlohmann::json j;
+  j["planner"] = s.planner;
+  j["tasks"] = s.tasks;
+  j["succeeded"] = s.succeeded;
+  j["success_rate"] = s.success_rate();
+  j["mean_cost_ms"] = s.all_succeeded() ? nlohmann::json(s.mean_cost_ms) : nlohmann::json(nullptr);
+  j["mean_cost_ms_of_succeeded"] =
+      s.succeeded ? nlohmann::json(s.mean_cost_ms) : nlohmann::json(nullptr);
+  j["mean_balance"] = s.mean_balance;
+  j["mean_speedup_over_random"] =
+      s.speedup_tasks ? nlohmann::json(s.mean_speedup) : nlohmann::json(nullptr);
+  j["mean_sharding_ms"] = s.mean_sharding_ms;
+  j["mean_gap_to_lower_bound"] = s.succeeded ? nlohmann::json(s.mean_gap) : nlohmann::json(nullptr);
+  j["cache_hit_rate"] =
+      s.has_cache() ? nlohmann::json(s.cache_hit_rate()) : nlohmann::json(nullptr);
+  j["cache_lookups"] = s.cache_lookups;
+  j["failed_with_oversized_table"] = s.no_device;
+  return j;
+}
+
+struct compare_args {
+  std::string protocol = "neuroshard";
+  std::vector<std::size_t> devices{4, 8};
+  std::vector<std::int32_t> max_dims{4, 8, 16, 32, 64, 128};
+  std::size_t count = 100;
+  std::uint64_t seed = 0;
+  double memory_gib = 4.0;
+  std::string pool;
+  std::vector<std::string> planners;
+  std::string json;
+  std::string model;  // empty: the bundled learned model
+  meter_args meter;
+  std::string half = "auto";  // auto | default | whole | train | test
+  std::uint64_t split_seed = 0;
+  bool quiet = false;
+};
+
+// Where compare's tasks draw their tables from. --half auto: the half of the
+// pool the planning model did not train on (its file records which, with the
+// split's seed), so the learned model is judged on tables it never saw; the
+// whole pool where no learned model is used or its file does not say.
+struct task_source {
+  std::string half;
+  std::uint64_t split_seed = 0;
+  std::string text;  // what the output says
+};
+
+task_source task_source_of(const compare_args& a, const planning_model& pm) {
+  if (a.half != "auto") {
+    const auto half = pool_half_of(a.half);
+    std::string text = "the whole pool, as --half says";
+    if (half == embplan::data::pool_half::protocol_default) {
+      text = "the part of the pool the protocol draws from, as --half says";
+    } else if (half != embplan::data::pool_half::whole) {
+      text = "the " + a.half + " half of the pool (split seed " + std::to_string(a.split_seed) +
+             "), as --half says";
+    }
+    return {a.half, a.split_seed, std::move(text)};
+  }
+  if (!pm.compute) return {"whole", 0, "the whole pool (no learned model plans)"};
+  const auto& m = pm.compute->metadata();
+  if (m.pool_half.empty() || m.pool_half == "whole") {
+    return {"whole", 0,
+            "the whole pool: the learned model's file does not record one half of it as "
+            "its training tables, so tasks may hold tables it was trained on"};
+  }
+  const auto other = std::string(embplan::data::to_string(embplan::data::other_half(
+      embplan::data::parse_pool_half(m.pool_half, "neural_cost.pool_half"))));
+  return {other, m.split_seed,
+          "the " + other + " half of the pool (split seed " + std::to_string(m.split_seed) +
+              "): tables the learned model, trained on the " + m.pool_half + " half, never saw"};
+}
+
+struct setting {
+  std::size_t devices;
+  std::int32_t max_dim;
+  embplan::data::task_options options;
+};
+
+int run_compare(const compare_args& a) {
+  // Every option checked before the first line of output.
+  std::vector<std::string> names;
+  for (const auto& n : a.planners.empty() ? planner_names() : a.planners)
+    names.push_back(parse_planner(n, "--planners"));
+  check_meter(a.meter);
+  check_output_path("--json", a.json);
+  for (const auto d : a.devices)
+    check_devices(d);
+  for (const auto m : a.max_dims)
+    check_max_dim(m);
+  if (a.half != "auto") (void)pool_half_of(a.half, /*takes_auto=*/true);
+  const auto pm = load_planning_model(a.model);
+  const auto source = task_source_of(a, pm);
+  std::vector<setting> settings;
+  for (const std::size_t devices : a.devices) {
+    for (const std::int32_t max_dim : a.max_dims) {
+      const task_args ta{.protocol = a.protocol,
+                         .devices = devices,
+                         .max_dim = max_dim,
+                         .count = a.count,
+                         .seed = a.seed,
+                         .memory_gib = a.memory_gib,
+                         .half = source.half,
+                         .split_seed = source.split_seed};
+      settings.push_back({devices, max_dim, task_options_of(ta)});
+    }
+  }
+  const auto pool = load_pool(a.pool);
+  const auto [meter, meter_text] = meter_of(a.meter, pm);
+
+  nlohmann::json report;
+  report["protocol"] = a.protocol;
+  report["meter"] = a.meter.name + ", " + meter_text;
+  report["planning_model"] = pm.text;
+  report["settings"] = nlohmann::json::array();
+  report["tasks_from"] = {{"half", source.half}, {"split_seed", source.split_seed}};
+  std::cout << "meter: " << a.meter.name << ", " << meter_text << "\nplanning model: " << pm.text
+            << "\ntasks from: " << source.text << "\n";
+  print_wrapped(std::cout,
+                "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms), the mean over "
+                "the tasks; \"(n/N)\": the planner found a plan for n of the N tasks only (the "
+                "others did not fit memory) and the mean is over those n; \"-\": for none");
+  std::cout.flush();
+  progress bar("compare", "plans", settings.size() * names.size() * a.count, !a.quiet);
+  // NeuroShard Table 1 shape: one row per planner, one column per setting.
+  std::vector<std::string> summary_header{"planner"};
+  std::vector<std::vector<std::string>> summary(names.size());
+  for (std::size_t p = 0; p < names.size(); ++p)
+    summary[p].push_back(names[p]);
+  std::size_t no_device = 0;
+  for (const auto& st : settings) {
+    const auto tasks = embplan::data::generate_tasks(pool, st.options);
+    const auto rows = compare_planners(std::span<const embplan::task>(tasks),
+                                       std::span<const std::string>(names), meter, pm, a.seed, bar);
+    bar.clear();
+    std::cout << "\n"
+              << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", "
+              << tasks.size() << " tasks (seed " << a.seed << ")\n";
+    text_table table({"planner", "cost ms", "success", "speedup/random", "time ms/task",
+                      "cache hit", "gap to LB", "balance"});
+    nlohmann::json setting_json;
+    setting_json["devices"] = st.devices;
+    setting_json["max_dim"] = st.max_dim;
+    setting_json["tasks"] = tasks.size();
+    setting_json["planners"] = nlohmann::json::array();
+    summary_header.push_back(std::to_string(st.devices) + "dev/" + std::to_string(st.max_dim));
+    for (std::size_t p = 0; p < rows.size(); ++p) {
+      const auto& r = rows[p];
+      const std::string cost = r.cost_text();
+      table.add({r.planner, cost, fixed(100.0 * r.success_rate(), 1) + "%",
+                 r.speedup_tasks ? fixed(r.mean_speedup, 3) + "x" : "-",
+                 fixed(r.mean_sharding_ms, 3),
+                 r.has_cache() ? fixed(100.0 * r.cache_hit_rate(), 1) + "%" : "-",
+                 r.succeeded ? fixed(100.0 * r.mean_gap, 1) + "%" : "-",
+                 r.succeeded ? fixed(r.mean_balance, 3) : "-"});
+      summary[p].push_back(cost);
+      setting_json["planners"].push_back(to_json(r));
+      if (!std::string_view(r.planner).starts_with("rowwise_")) no_device += r.no_device;
+    }
+    table.print(std::cout);
+    std::cout.flush();
+    report["settings"].push_back(setting_json);
+  }
+  bar.clear();
+  if (summary_header.size() > 2) {
+    std::cout << "\nmean cost (ms) per setting, devices/max dim (NeuroShard Table 1 shape):\n";
+    text_table table(summary_header);
+    for (auto& row : summary)
+      table.add(std::move(row));
+    table.print(std::cout);
+  }
+  std::cout << '\n';
+  print_wrapped(std::cout,
+                "speedup/random = mean of cost(random)/cost(planner) over tasks both solved; "
+                "time = search wall time per task; cache hit = cost-cache hits / lookups "
+                "(NeuroShard §3.3: device sets, or single pieces where the model folds "
+                "per-piece terms); gap to LB = cost / additive lower bound - 1, the bound being "
+                "the larger of the costliest table and the sum of all tables' costs / devices, "
+                "each table priced alone by the same meter (a true bound for table-wise plans "
+                "on an additive meter; column splits, and meters that price a device unlike "
+                "the sum of its tables alone, e.g. the learned one, can go below it: a negative "
+                "gap); balance = min/max device compute (AutoShard)");
+  if (no_device > 0) {
+    print_wrapped(std::cout, "note: " + std::to_string(no_device) +
+                                 " plans failed on a task with a table larger than any device; " +
+                                 rowwise_hint("torchrec") + ": --planners rowwise_torchrec");
+  }
+  if (!a.json.empty()) {
+    embplan::io::write_json_file(a.json, report);
+    std::cout << "wrote " << a.json << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+command add_compare(CLI::App& app) {
+  auto a = std::make_shared<compare_args>();
+  auto* sub = app.add_subcommand("compare",
+                                 "Run every planner on the same tasks (NeuroShard Table 1 shape)");
+  sub->add_option("--protocol", a->protocol, "neuroshard | dreamshard | autoshard")
+      ->capture_default_str();
+  sub->add_option("--devices", a->devices, "device counts, one table each")->capture_default_str();
+  sub->add_option("--max-dim", a->max_dims, "largest table dimensions, one table each")
+      ->capture_default_str();
+  sub->add_option("--count", a->count, "tasks per setting")->capture_default_str();
+  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  add_memory_option(sub, a->memory_gib);
+  add_pool_option(sub, a->pool);
+  add_half_options(sub, a->half, a->split_seed);
+  sub->add_option("--planners", a->planners, "planners to run (default: all): " + planner_list())
+      ->delimiter(',');
+  sub->add_option("--json", a->json, "also write the results as JSON");
+  add_meter_options(sub, a->meter);
+  add_model_option(sub, a->model);
+  add_quiet_option(sub, a->quiet);
+  return {sub, [a] { return run_compare(*a); }};
+}
+
+}  // namespace embplan_cli

@@ -1,0 +1,109 @@
+// The planning model and the meter of `embplan plan` and `compare` (models.hpp).
+#include "models.hpp"
+
+#include <cmath>
+#include <system_error>
+
+#include "embplan/bench/cpu_meter.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "text_table.hpp"
+
+namespace embplan_cli {
+
+namespace {
+
+constexpr const char* bundled_model_file = "cost/cpu_compute_model.safetensors";
+
+// The install prefix of the running executable: <prefix>/<bindir>/embplan.
+std::filesystem::path install_prefix() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  auto prefix = exe.parent_path();
+  for (const auto& part : std::filesystem::path(EMBPLAN_INSTALL_BINDIR)) {
+    if (!part.empty()) prefix = prefix.parent_path();
+  }
+  return prefix;
+}
+
+constexpr const char* analytic_meter_text = "analytic cost model (bandwidth roofline + all-to-all)";
+constexpr const char* learned_meter_text =
+    "the learned compute model (see planning model) + the analytic all-to-all model";
+constexpr const char* measured_meter_text =
+    "CPU meter (each device's shard run as one fused embedding bag and timed, "
+    "AutoShard protocol); communication from the analytic all-to-all model";
+
+}  // namespace
+
+std::vector<std::filesystem::path> bundled_compute_model_candidates() {
+  std::vector<std::filesystem::path> out;
+  if (const auto prefix = install_prefix(); !prefix.empty()) {
+    out.push_back(prefix / EMBPLAN_INSTALL_DATADIR / bundled_model_file);
+  }
+  out.push_back(std::filesystem::path(EMBPLAN_SOURCE_DATADIR) / bundled_model_file);
+  return out;
+}
+
+planning_model load_planning_model(const std::string& arg) {
+  if (arg == "none") return {std::nullopt, "none: neuroshard plans on the analytic model"};
+  const bool bundled = arg.empty();
+  std::filesystem::path path = arg;
+  if (bundled) {
+    std::string tried;
+    for (const auto& candidate : bundled_compute_model_candidates()) {
+      if (std::filesystem::exists(candidate)) {
+        path = candidate;
+        break;
+      }
+      tried += (tried.empty() ? "'" : " or '") + candidate.string() + "'";
+    }
+    if (path.empty()) {
+      return {std::nullopt,
+              "the bundled model is not at " + tried + ": neuroshard plans on the analytic model"};
+    }
+  }
+  if (!std::filesystem::exists(path)) {
+    embplan::detail::fail("--model", arg, "a neural_cost file (embplan train compute) or none");
+  }
+  auto model = embplan::neural_cost::load(path);
+  const auto& m = model.metadata();
+  std::string text = (bundled ? "bundled " : "") + path.filename().string() + " (" +
+                     std::string(embplan::cost::to_string(m.features)) + " features, " + m.meter +
+                     " meter at batch " + std::to_string(m.batch_size) +
+                     ", trained on: " + m.trained_on + ")";
+  return {std::move(model), std::move(text)};
+}
+
+void check_meter(const meter_args& m) {
+  if (m.name != "simulated" && m.name != "analytic" && m.name != "measured") {
+    embplan::detail::fail("--meter", m.name, "simulated, analytic or measured");
+  }
+  if (!(m.reference_ms >= 0.0) || !std::isfinite(m.reference_ms)) {
+    embplan::detail::fail("--reference-ms", m.reference_ms,
+                          "a finite time >= 0 (0: measured, with --reference)");
+  }
+  if ((m.reference || m.reference_ms > 0.0) && m.name != "measured") {
+    embplan::detail::fail("--meter", m.name,
+                          "\"measured\" with --reference (the drift reference scales the CPU "
+                          "meter)");
+  }
+}
+
+meter_choice meter_of(const meter_args& m, const planning_model& pm) {
+  check_meter(m);
+  if (m.name == "measured") {
+    embplan::bench::cpu_meter_cost meter;
+    if (!m.reference && m.reference_ms == 0.0) return {any_meter(meter), measured_meter_text};
+    meter.options.reference = true;
+    meter.options.reference_ms =
+        m.reference_ms > 0.0 ? m.reference_ms : embplan::bench::calibrate_reference(meter.options);
+    return {any_meter(meter), std::string(measured_meter_text) +
+                                  "; drift reference: times scaled to the machine state where "
+                                  "the reference shard takes " +
+                                  fixed(meter.options.reference_ms, 3) + " ms"};
+  }
+  if (m.name == "simulated" && pm.compute) return {any_meter(*pm.compute), learned_meter_text};
+  return {any_meter(embplan::analytic_cost{}), analytic_meter_text};
+}
+
+}  // namespace embplan_cli

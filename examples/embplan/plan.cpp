@@ -1,0 +1,250 @@
+// `embplan plan`: one task planned; which table (and which piece of it) went
+// to which device, and the per-device costs under the meter.
+#include "world.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "embplan/cost/evaluate.hpp"
+#include "embplan/io/json.hpp"
+#include "embplan/io/torchrec.hpp"
+#include "embplan/io/trace.hpp"
+#include "models.hpp"
+#include "options.hpp"
+#include "planners.hpp"
+#include "text_table.hpp"
+
+namespace embplan_cli {
+
+namespace {
+
+constexpr const char* measured_mpi_meter_text =
+    "CPU meter (each device's shard run as one fused embedding bag and timed, "
+    "AutoShard protocol, one MPI rank per device); communication measured: MPI_Alltoallv between "
+    "the ranks with the plan's per-device byte counts and start skews";
+
+struct plan_args {
+  std::string task;
+  std::size_t index = 0;
+  std::string planner = "lookup_greedy";
+  std::uint64_t seed = 0;
+  std::string out;
+  std::string torchrec;
+  std::string trace;
+  std::string json;
+  std::string model;  // empty: the bundled learned model
+  meter_args meter;
+};
+
+std::string device_name(const embplan::task& t, std::size_t d) {
+  const auto& name = t.cluster.devices[d].name;
+  return name.empty() ? std::to_string(d) : name;
+}
+
+// "whole", "columns [0, 16)", "rows [0, 500000)", "replica rows [0, 10)".
+std::string piece_text(const embplan::task& t, const embplan::shard& s) {
+  const auto& spec = t.tables[s.table];
+  const bool all_rows = s.row_begin == 0 && s.row_end == spec.rows;
+  const bool all_cols = s.col_begin == 0 && s.col_end == spec.dim;
+  const auto range = [](auto a, auto b) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + ")";
+  };
+  std::string out;
+  if (s.replica) out = "replica ";
+  if (!all_rows || s.replica) out += "rows " + range(s.row_begin, s.row_end);
+  if (!all_cols)
+    out += (out.empty() || out == "replica " ? "" : ", ") +
+           ("columns " + range(s.col_begin, s.col_end));
+  return out.empty() ? "whole" : out;
+}
+
+// The shards in table order, pieces of one table in plan order.
+std::vector<const embplan::shard*> by_table(const embplan::plan& p) {
+  std::vector<const embplan::shard*> out;
+  for (const auto& s : p.shards)
+    out.push_back(&s);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto* a, const auto* b) { return a->table < b->table; });
+  return out;
+}
+
+int run_plan(const plan_args& a) {
+  // Every option checked before the first line of output.
+  const std::string planner = parse_planner(a.planner, "--planner");
+  check_meter(a.meter);
+  check_output_path("--out", a.out);
+  check_output_path("--torchrec", a.torchrec);
+  check_output_path("--trace", a.trace);
+  check_output_path("--json", a.json);
+  const auto tasks = embplan::io::tasks_from_json(embplan::io::read_json_file(a.task));
+  if (a.index >= tasks.size()) {
+    embplan::detail::fail(
+        "--index", a.index,
+        "an index below the " + std::to_string(tasks.size()) + " tasks in " + a.task);
+  }
+  const auto& t = tasks[a.index];
+  const auto pm = load_planning_model(a.model);
+  const bool measured = a.meter.name == "measured";
+#if defined(EMBPLAN_WITH_MPI)
+  const world w;
+  const bool mpi = measured && w.size() > 1;
+  if (mpi && (a.meter.reference || a.meter.reference_ms > 0.0)) {
+    embplan::detail::fail("--reference", true,
+                          "off under mpirun (the MPI plan meter has no drift reference)");
+  }
+#endif
+  const auto [meter, meter_text] = meter_of(a.meter, pm);
+  // A measured meter would time every piece once more: pieces are priced by
+  // the planning model's simulation instead.
+  const auto piece_meter = measured ? meter_of({}, pm) : meter_choice{meter, meter_text};
+
+  const auto result = run_planner(planner, t, a.seed, pm);
+  if (!result.ok) {
+    throw embplan::error("planner '" + planner +
+                         "' found no plan: " + failure_text(planner, result.failure, t));
+  }
+
+  // Under mpirun with one rank per device, --meter measured times the
+  // all-to-all for real (bench/mpi/plan_meter.hpp); rank 0 reports.
+  std::string used_meter_text = meter_text;
+  embplan::plan_cost cost;
+#if defined(EMBPLAN_WITH_MPI)
+  if (mpi) {
+    cost = embplan::bench::mpi::measure_plan(MPI_COMM_WORLD, t, result.placement);
+    used_meter_text = measured_mpi_meter_text;
+    if (w.rank() != 0) return 0;
+  } else {
+    cost = embplan::evaluate(t, result.placement, meter);
+  }
+#else
+  cost = embplan::evaluate(t, result.placement, meter);
+#endif
+  std::vector<std::size_t> shard_count(t.cluster.size(), 0);
+  for (const auto& s : result.placement.shards)
+    ++shard_count[s.device];
+
+  std::cout << "task '" << t.name << "': " << t.tables.size() << " tables on " << t.cluster.size()
+            << " devices, planner " << planner << " (search " << fixed(result.search_ms, 3)
+            << " ms)\nmeter: " << a.meter.name << ", " << used_meter_text
+            << "\nplanning model: " << pm.text << "\n\n";
+
+  // Per table: where each piece went, its cost alone and its bytes.
+  nlohmann::json report;
+  report["task"] = t.name;
+  report["planner"] = planner;
+  report["search_ms"] = result.search_ms;
+  report["meter"] = a.meter.name + ", " + used_meter_text;
+  report["planning_model"] = pm.text;
+  report["piece_cost_by"] = piece_meter.text;
+  report["tables"] = nlohmann::json::array();
+  text_table tables({"table", "name", "piece", "device", "cost ms", "memory"});
+  bool split_cols = false;
+  bool split_rows = false;
+  bool replicas = false;
+  for (const auto* s : by_table(result.placement)) {
+    const auto& spec = t.tables[s->table];
+    const double piece_ms = piece_meter.meter.shard_cost(t, *s);
+    const auto bytes = embplan::shard_bytes(t, *s);
+    const auto piece = piece_text(t, *s);
+    split_cols = split_cols || s->cols() != spec.dim;
+    split_rows = split_rows || (!s->replica && s->rows() != spec.rows);
+    replicas = replicas || s->replica;
+    tables.add({std::to_string(s->table), spec.name.empty() ? "-" : spec.name, piece,
+                device_name(t, s->device), fixed(piece_ms, 3), bytes_text(bytes)});
+    report["tables"].push_back({{"table", s->table},
+                                {"name", spec.name},
+                                {"piece", piece},
+                                {"device", s->device},
+                                {"device_name", device_name(t, s->device)},
+                                {"cost_ms", piece_ms},
+                                {"memory_bytes", bytes}});
+  }
+  tables.print(std::cout);
+  std::string legend = "cost ms = the piece alone on its device, forward + backward compute, ";
+  legend +=
+      measured ? "priced by the simulated meter (" + piece_meter.text + "), not measured once more."
+               : "priced by the meter.";
+  if (split_cols) legend += " columns [a, b): a piece of a table split by columns.";
+  if (split_rows) legend += " rows [a, b): row-wise shards of a table split by rows.";
+  if (replicas) legend += " replica: a copy of a table's hot rows.";
+  print_wrapped(std::cout, legend);
+  std::cout << '\n';
+
+  // Per device: what the meter says of the whole plan.
+  text_table devices({"device", "shards", "dim", "memory GiB", "fwd comp", "bwd comp", "fwd comm",
+                      "bwd comm", "total ms"});
+  report["devices"] = nlohmann::json::array();
+  for (std::size_t d = 0; d < t.cluster.size(); ++d) {
+    const auto& c = cost.devices[d];
+    const double gib =
+        static_cast<double>(cost.memory_bytes[d]) / static_cast<double>(embplan::gib);
+    devices.add({device_name(t, d), std::to_string(shard_count[d]), std::to_string(cost.dim_sum[d]),
+                 fixed(gib, 3), fixed(c.fwd_compute_ms), fixed(c.bwd_compute_ms),
+                 fixed(c.fwd_comm_ms), fixed(c.bwd_comm_ms), fixed(c.total_ms())});
+    report["devices"].push_back({{"device", d},
+                                 {"device_name", device_name(t, d)},
+                                 {"shards", shard_count[d]},
+                                 {"dim", cost.dim_sum[d]},
+                                 {"memory_bytes", cost.memory_bytes[d]},
+                                 {"fwd_compute_ms", c.fwd_compute_ms},
+                                 {"bwd_compute_ms", c.bwd_compute_ms},
+                                 {"fwd_comm_ms", c.fwd_comm_ms},
+                                 {"bwd_comm_ms", c.bwd_comm_ms},
+                                 {"total_ms", c.total_ms()}});
+  }
+  devices.print(std::cout);
+  std::cout << "cost (max over devices): " << fixed(cost.max_ms()) << " ms, degree of balance "
+            << fixed(cost.balance(), 3) << " (min/max compute)\n";
+  report["cost_ms"] = cost.max_ms();
+  report["balance"] = cost.balance();
+
+  if (!a.out.empty()) {
+    embplan::io::write_json_file(a.out, embplan::io::to_json(result.placement, t));
+    std::cout << "wrote " << a.out << '\n';
+  }
+  if (!a.torchrec.empty()) {
+    embplan::io::write_json_file(a.torchrec, embplan::io::torchrec_sharding(t, result.placement));
+    std::cout << "wrote " << a.torchrec << '\n';
+  }
+  if (!a.trace.empty()) {
+    embplan::io::write_json_file(a.trace, embplan::io::chrome_trace(t, cost));
+    std::cout << "wrote " << a.trace << " (open in Perfetto or chrome://tracing)\n";
+  }
+  if (!a.json.empty()) {
+    embplan::io::write_json_file(a.json, report);
+    std::cout << "wrote " << a.json << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+command add_plan(CLI::App& app) {
+  auto a = std::make_shared<plan_args>();
+  auto* sub = app.add_subcommand(
+      "plan", "Plan one task: which table (and piece) went to which device, per-device costs");
+  sub->add_option("--task", a->task, "task JSON (one task or {\"tasks\": [...]})")->required();
+  sub->add_option("--index", a->index, "which task of the file")->capture_default_str();
+  sub->add_option("--planner", a->planner, "planner: one of " + planner_list())
+      ->capture_default_str();
+  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  sub->add_option("--out", a->out, "write the plan as JSON");
+  sub->add_option("--torchrec", a->torchrec,
+                  "write a TorchRec-style ParameterSharding description");
+  sub->add_option("--trace", a->trace, "write the per-device timeline as Chrome trace-event JSON");
+  sub->add_option("--json", a->json, "write the report (per table and per device) as JSON");
+  add_model_option(sub, a->model);
+  add_meter_options(sub, a->meter);
+  return {sub, [a] { return run_plan(*a); }};
+}
+
+}  // namespace embplan_cli

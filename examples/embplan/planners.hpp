@@ -1,0 +1,55 @@
+#pragma once
+// The planners of `embplan plan --planner` and `compare --planners`: one name
+// parser for both, and the one place that runs a preset and reads its
+// embplan::plan_result (so a change to either is adapted here alone).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "embplan/core/plan.hpp"
+#include "embplan/core/task.hpp"
+#include "models.hpp"
+
+namespace embplan_cli {
+
+// The presets (embplan::preset_names()), each also with the prefix rowwise_:
+// the same planner, splitting a table that fits no device by rows.
+std::vector<std::string> planner_names();
+
+// "random, size_greedy, ... (each also prefixed rowwise_: ...)", for help and errors.
+std::string planner_list();
+
+// `name` if it is a preset or rowwise_ + a preset, else an error naming `flag`
+// and the value.
+std::string parse_planner(const std::string& name, std::string_view flag);
+
+// What the CLI reads of a planner's result.
+struct planned {
+  bool ok = false;
+  std::string failure;  // when !ok
+  embplan::plan placement;
+  double search_ms = 0.0;
+  std::uint64_t cache_lookups = 0;  // the searcher's cost cache, if it has one
+  std::uint64_t cache_hits = 0;
+};
+
+// Runs the named planner (parse_planner's) on `t`; NeuroShard's planners
+// search on the planning model (embplan::run_preset).
+planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
+                    const planning_model& pm);
+
+// The tables of `t` larger than the memory of every device: what the
+// rowwise_ planners split by rows, and every other planner fails on.
+std::size_t oversized_tables(const embplan::task& t);
+
+// A failure for a person: sizes in GiB ("4294967296 bytes" -> "4.000 GiB"),
+// and, where `t` holds an oversized table and `planner` does not split by
+// rows, the rowwise_ planners suggested.
+std::string failure_text(const std::string& planner, const std::string& failure,
+                         const embplan::task& t);
+
+// "try a rowwise_ planner (e.g. rowwise_<base of planner> or rowwise_torchrec) ..."
+std::string rowwise_hint(const std::string& planner);
+
+}  // namespace embplan_cli

@@ -1,0 +1,94 @@
+// `embplan tasks`: sharding tasks by a paper's protocol.
+#include "tasks.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/io/json.hpp"
+#include "options.hpp"
+
+namespace embplan_cli {
+
+void check_devices(std::size_t devices) {
+  if (devices == 0) embplan::detail::fail("--devices", devices, "at least one device");
+}
+
+void check_max_dim(std::int32_t max_dim) {
+  if (max_dim < 4 || max_dim > 1024 || (max_dim & (max_dim - 1)) != 0) {
+    embplan::detail::fail("--max-dim", max_dim, "a power of two in [4, 1024]");
+  }
+}
+
+embplan::data::task_options task_options_of(const task_args& a) {
+  embplan::data::task_options o;
+  if (a.protocol != "neuroshard" && a.protocol != "dreamshard" && a.protocol != "autoshard") {
+    embplan::detail::fail("--protocol", a.protocol,
+                          "one of \"neuroshard\", \"dreamshard\", \"autoshard\"");
+  }
+  o.proto = embplan::data::parse_protocol(a.protocol);
+  check_devices(a.devices);
+  check_max_dim(a.max_dim);
+  if (a.count == 0) embplan::detail::fail("--count", a.count, "at least one task");
+  o.devices = a.devices;
+  o.max_dim = a.max_dim;
+  o.count = a.count;
+  o.seed = a.seed;
+  o.device_memory_bytes = memory_bytes_of(a.memory_gib);
+  o.half = pool_half_of(a.half);
+  o.split_seed = a.split_seed;
+  (void)embplan::data::resolve_protocol(o);  // what is left to check
+  return o;
+}
+
+namespace {
+
+struct tasks_command {
+  task_args task;
+  std::string pool;
+  std::string out;
+};
+
+int run_tasks(const tasks_command& a) {
+  const auto options = task_options_of(a.task);
+  check_output_path("--out", a.out);
+  const auto pool = load_pool(a.pool);
+  const auto tasks = embplan::data::generate_tasks(pool, options);
+  embplan::io::write_json_file(a.out, embplan::io::tasks_to_json(tasks));
+  std::size_t min_t = ~std::size_t{0};
+  std::size_t max_t = 0;
+  for (const auto& t : tasks) {
+    min_t = std::min(min_t, t.tables.size());
+    max_t = std::max(max_t, t.tables.size());
+  }
+  std::cout << "wrote " << tasks.size() << " " << a.task.protocol << " tasks (" << min_t << "-"
+            << max_t << " tables on " << a.task.devices << " devices) to " << a.out << '\n';
+  return 0;
+}
+
+}  // namespace
+
+command add_tasks(CLI::App& app) {
+  auto a = std::make_shared<tasks_command>();
+  auto& t = a->task;
+  auto* sub = app.add_subcommand("tasks", "Generate sharding tasks by a paper's protocol");
+  sub->add_option("--protocol", t.protocol, "neuroshard | dreamshard | autoshard")
+      ->capture_default_str();
+  sub->add_option("--devices", t.devices, "devices per task")->capture_default_str();
+  sub->add_option("--max-dim", t.max_dim, "largest table dimension (power of two)")
+      ->capture_default_str();
+  sub->add_option("--count", t.count, "number of tasks")->capture_default_str();
+  sub->add_option("--seed", t.seed, "random seed")->capture_default_str();
+  add_memory_option(sub, t.memory_gib);
+  add_pool_option(sub, a->pool);
+  add_half_options(sub, t.half, t.split_seed);
+  sub->add_option("--out", a->out, "output tasks JSON")->required();
+  return {sub, [a] { return run_tasks(*a); }};
+}
+
+}  // namespace embplan_cli

@@ -1,0 +1,30 @@
+#pragma once
+// The task options `embplan tasks` and `compare` share (tasks.cpp).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "embplan/data/tasks.hpp"
+
+namespace embplan_cli {
+
+struct task_args {
+  std::string protocol = "neuroshard";
+  std::size_t devices = 4;
+  std::int32_t max_dim = 128;
+  std::size_t count = 100;
+  std::uint64_t seed = 0;
+  double memory_gib = 4.0;
+  std::string half = "default";
+  std::uint64_t split_seed = 0;
+};
+
+// The library's task options, every field checked first (the errors name the
+// flags): a subcommand calls this before it prints anything.
+embplan::data::task_options task_options_of(const task_args& a);
+
+// Checks --devices and --max-dim values alone (compare takes lists of them).
+void check_devices(std::size_t devices);
+void check_max_dim(std::int32_t max_dim);
+
+}  // namespace embplan_cli
