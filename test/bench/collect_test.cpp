@@ -178,13 +178,3 @@ TEST_CASE("records, resume and torn tails") {
   CHECK(msg.find("garbage") != std::string::npos);
   fs::remove_all(dir);
 }
-
-TEST_CASE("progress bar: counts, rate and ETA") {
-  eb::progress_bar bar(10, 4, nullptr);
-  bar.advance(2);
-  const auto line = bar.line();
-  CHECK(bar.done() == 6);
-  CHECK(line.find("6/10") != std::string::npos);
-  CHECK(line.find("/s") != std::string::npos);
-  CHECK(line.find("ETA") != std::string::npos);
-}

@@ -17,9 +17,7 @@
 // ms; comm records carry the placement, dim sums, start times and per-device
 // forward/backward ms. Every record names its meter and batch size.
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -315,54 +313,5 @@ inline void truncate_torn_tail(const std::filesystem::path& path) {
   const std::size_t keep = nl == std::string::npos ? 0 : nl + 1;
   std::filesystem::resize_file(path, keep);
 }
-
-// "[=======>      ] 412/1000  3.1/s  ETA 3m09s" — rate and ETA from the
-// samples done in this run.
-class progress_bar {
- public:
-  progress_bar(std::size_t total, std::size_t already_done, std::FILE* out = stderr)
-      : total_(total)
-      , done_(already_done)
-      , start_done_(already_done)
-      , out_(out)
-      , start_(std::chrono::steady_clock::now()) {}
-
-  void advance(std::size_t n = 1) {
-    done_ += n;
-    const auto now = std::chrono::steady_clock::now();
-    if (done_ < total_ && now - last_ < std::chrono::milliseconds(250)) return;
-    last_ = now;
-    if (out_ != nullptr) std::fprintf(out_, "\r%s", line().c_str());
-    if (out_ != nullptr && done_ >= total_) std::fprintf(out_, "\n");
-    if (out_ != nullptr) std::fflush(out_);
-  }
-
-  std::string line() const {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double rate = elapsed > 0.0 ? static_cast<double>(done_ - start_done_) / elapsed : 0.0;
-    const std::size_t width = 30;
-    const std::size_t filled = total_ ? width * std::min(done_, total_) / total_ : width;
-    std::string bar(filled, '=');
-    if (filled < width) bar += '>';
-    bar.resize(width, ' ');
-    char buf[160];
-    const double eta =
-        rate > 0.0 ? static_cast<double>(total_ - std::min(done_, total_)) / rate : 0.0;
-    const auto eta_s = static_cast<long>(eta);
-    std::snprintf(buf, sizeof buf, "[%s] %zu/%zu  %.2f/s  ETA %ldm%02lds", bar.c_str(), done_,
-                  total_, rate, eta_s / 60, eta_s % 60);
-    return buf;
-  }
-  std::size_t done() const noexcept { return done_; }
-
- private:
-  std::size_t total_;
-  std::size_t done_;
-  std::size_t start_done_;
-  std::FILE* out_;
-  std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point last_{};
-};
 
 }  // namespace embplan::bench
