@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "embplan/core/random.hpp"
@@ -169,10 +170,10 @@ TEST_CASE("table_spec and pool round trip through JSON") {
 }
 
 TEST_CASE("NeuroShard / DreamShard table_configs.json entries are read as they are") {
-  // Three entries in the published layout: "row", "bin_k" keys, and extra
-  // columns ("index", "size") that embplan has no use for.
+  // Three entries in the published layout: "row", "bin_k" keys, and DreamShard's
+  // "index" (tools/gen_dlrm_data.py writes exactly these keys).
   const char* text = R"([
-    {"index": 0, "row": 4000000, "dim": 64, "pooling_factor": 12.5, "size": 256000000,
+    {"index": 0, "row": 4000000, "dim": 64, "pooling_factor": 12.5,
      "bin_0": 0.5, "bin_1": 0.25, "bin_2": 0.125, "bin_3": 0.125, "bin_4": 0.0, "bin_5": 0.0,
      "bin_6": 0.0, "bin_7": 0.0, "bin_8": 0.0, "bin_9": 0.0, "bin_10": 0.0, "bin_11": 0.0,
      "bin_12": 0.0, "bin_13": 0.0, "bin_14": 0.0, "bin_15": 0.0, "bin_16": 0.0},
@@ -312,10 +313,12 @@ TEST_CASE("bad tables name the field and the value") {
   // Pools: shape and emptiness.
   CHECK(contains(error_of([] { (void)io::pool_from_json(json::array()); }),
                  "field 'tables' = 0: expected at least one table"));
+  CHECK(contains(error_of([] { (void)io::pool_from_json(json::object()); }),
+                 "field 'tables' is missing"));
   CHECK(contains(error_of([] {
                    (void)io::pool_from_json(json{{"table", 1}});
                  }),
-                 "field 'tables' is missing"));
+                 "field 'table' = 1: expected a known key (did you mean \"tables\"?)"));
   CHECK(contains(error_of([] { (void)io::pool_from_json(json("x")); }),
                  "field 'tables' = \"x\": expected an array of tables"));
   CHECK(contains(error_of([] {
@@ -397,7 +400,9 @@ TEST_CASE("bad tasks name the field and the value") {
   j["cluster"] = {{"count", 2}, {"device", {{"memory_gib", 1}, {"memory_bytes", 5}}}};
   CHECK(contains(bad(j), "field 'task.cluster.device.memory_gib' = 1: expected either"));
   j["cluster"] = {{"count", 2}, {"device", {{"memory_byte", 5}}}};  // misspelt
-  CHECK(contains(bad(j), "field 'task.cluster.device.memory_byte' = 5: expected a known key"));
+  CHECK(contains(bad(j),
+                 "field 'task.cluster.device.memory_byte' = 5: expected a known key "
+                 "(did you mean \"memory_bytes\"?)"));
   j["cluster"] = {{"count", 2}, {"device", {{"memory_bandwidth_gbps", -1.0}}}};
   CHECK(contains(bad(j), "field 'task.cluster.device.memory_bandwidth_gbps' = -1.0"));
   j["cluster"] = {{"count", 2}, {"devices", json::array({json::object()})}};
@@ -531,11 +536,14 @@ TEST_CASE("bad plans name the shard and the value") {
   CHECK(contains(bad(j), "field 'shards[0].replica' = \"no\": expected true or false"));
   j = base;
   j["shards"][0]["device_id"] = 1;
-  CHECK(contains(bad(j), "field 'shards[0].device_id' = 1: expected a known key"));
+  CHECK(contains(bad(j),
+                 "field 'shards[0].device_id' = 1: expected a known key "
+                 "(did you mean \"device\"?)"));
   j = base;
   j["task"] = "other";
   CHECK(contains(bad(j), "field 'plan.task' = \"other\": expected the task's name"));
-  CHECK(contains(bad(json{{"plan", 1}}), "field 'shards' is missing"));
+  CHECK(contains(bad(json{{"task", t.name}}), "field 'shards' is missing"));
+  CHECK(contains(bad(json{{"plan", 1}}), "field 'plan.plan' = 1: expected a known key"));
   CHECK(contains(bad(json(1)), "field 'shards' = 1: expected an array"));
 
   // Coverage: a table left out, a piece missing, two pieces overlapping.
@@ -548,6 +556,179 @@ TEST_CASE("bad plans name the shard and the value") {
   j = base;
   j["shards"].push_back({{"table", 1}, {"device", 3}, {"rows", {0, 10}}});
   CHECK(contains(bad(j), "shards 1 and 5 overlap"));
+}
+
+// ------------------------------------------------------------------ unknown keys
+
+TEST_CASE("unknown keys: \"weight_dtype\": \"fp16\" is refused, not planned at fp32") {
+  // weight_dtype is table_spec's C++ name; the JSON key is "dtype".
+  json tables = json::array({table_json(), table_json(), table_json(), table_json()});
+  tables[3]["weight_dtype"] = "fp16";
+  const auto msg = error_of([&] { (void)io::pool_from_json(json{{"tables", tables}}); });
+  CHECK(contains(msg, "field 'tables[3].weight_dtype' = \"fp16\": expected a known key"));
+  CHECK(contains(msg, "(did you mean \"dtype\"?)"));
+  CHECK(contains(msg,
+                 "one of \"name\", \"rows\", \"dim\", \"pooling_factor\", \"reuse_hist\", "
+                 "\"dtype\", \"row\", \"index\", \"bin_0\"..\"bin_16\""));
+
+  json t = task_json();
+  t["tables"][1]["weight_dtype"] = "fp16";
+  const auto in_task = error_of([&] { (void)io::task_from_json(t); });
+  CHECK(contains(in_task, "field 'task.tables[1].weight_dtype' = \"fp16\""));
+  CHECK(contains(in_task, "did you mean \"dtype\"?"));
+
+  // The same table with the right key is read at fp16.
+  tables[3].erase("weight_dtype");
+  tables[3]["dtype"] = "fp16";
+  CHECK(io::pool_from_json(json{{"tables", tables}})[3].weight_dtype == embplan::dtype::fp16);
+}
+
+TEST_CASE("unknown keys: every JSON reader refuses one, naming the key, its path and the keys") {
+  // Tables, in both forms, and the pool around them.
+  json j = table_json();
+  j["colour"] = "red";
+  auto msg = error_of([&] { (void)io::pool_from_json(json::array({table_json(), j})); });
+  CHECK(contains(msg, "field 'tables[1].colour' = \"red\": expected a known key, one of \"name\""));
+  CHECK(!contains(msg, "did you mean"));
+  const json neuroshard = {{"row", 10}, {"pooling_factor", 1.0}, {"size", 160}};
+  msg = error_of([&] { (void)io::table_from_json(neuroshard, "tables[0]", 16); });
+  CHECK(contains(msg, "field 'tables[0].size' = 160: expected a known key, one of"));
+  msg = error_of([] {
+    (void)io::pool_from_json(json{{"tables", json::array({table_json()})}, {"version", 2}});
+  });
+  CHECK(contains(msg, "field 'version' = 2: expected a known key, one of \"tables\""));
+
+  // Tasks, the list around them, clusters and devices.
+  auto bad_task = [](const json& doc) { return error_of([&] { (void)io::task_from_json(doc); }); };
+  j = task_json();
+  j["seed"] = 3;
+  CHECK(contains(bad_task(j),
+                 "field 'task.seed' = 3: expected a known key, one of \"name\", "
+                 "\"batch_size\", \"optimizer\", \"tables\", \"cluster\""));
+  msg = error_of([] {
+    (void)io::tasks_from_json(json{{"tasks", json::array({task_json()})}, {"protocol", "x"}});
+  });
+  CHECK(contains(msg, "field 'protocol' = \"x\": expected a known key, one of \"tasks\""));
+  j = task_json();
+  j["cluster"]["bandwidth"] = 1;
+  CHECK(contains(bad_task(j), "field 'task.cluster.bandwidth' = 1: expected a known key"));
+  CHECK(contains(bad_task(j),
+                 "one of \"devices\", \"count\", \"device\", \"devices_per_host\", "
+                 "\"intra_host_bandwidth_gbps\", \"inter_host_bandwidth_gbps\", "
+                 "\"collective_latency_ms\""));
+  j["cluster"] = {{"devices", json::array({json::object(), {{"gpu", "h100"}}})}};
+  CHECK(contains(bad_task(j),
+                 "field 'task.cluster.devices[1].gpu' = \"h100\": expected a known "
+                 "key, one of \"name\", \"memory_bytes\", \"memory_gib\", "
+                 "\"memory_bandwidth_gbps\", \"cache_bandwidth_gbps\", \"cache_bytes\""));
+  // A uniform cluster's one device has no name of its own.
+  j["cluster"] = {{"count", 2}, {"device", {{"name", "gpu"}}}};
+  msg = bad_task(j);
+  CHECK(contains(msg,
+                 "field 'task.cluster.device.name' = \"gpu\": expected a known key, one of "
+                 "\"memory_bytes\", \"memory_gib\""));
+  CHECK(!contains(msg, "\"name\","));
+
+  // Plans and shards.
+  const auto t = small_task(5);
+  json p = io::to_json(embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0}), t);
+  auto bad_plan = [&](const json& doc) {
+    return error_of([&] { (void)io::plan_from_json(doc, t); });
+  };
+  p["cost_ms"] = 3.5;
+  CHECK(contains(bad_plan(p),
+                 "field 'plan.cost_ms' = 3.5: expected a known key, one of \"task\", \"shards\""));
+  p.erase("cost_ms");
+  p["shards"][4]["col_begin"] = 0;
+  CHECK(contains(bad_plan(p), "field 'shards[4].col_begin' = 0: expected a known key"));
+  CHECK(contains(bad_plan(p),
+                 "one of \"table\", \"table_name\", \"device\", \"columns\", "
+                 "\"rows\", \"replica\""));
+}
+
+TEST_CASE("unknown keys: a near miss gets a did-you-mean") {
+  using io::detail::closest_key;
+  // Case and separator variants, typos, and a key whose words hold a known one.
+  CHECK(closest_key("Dtype", io::detail::table_keys) == "dtype");
+  CHECK(closest_key("poolingFactor", io::detail::table_keys) == "pooling_factor");
+  CHECK(closest_key("pooling-factor", io::detail::table_keys) == "pooling_factor");
+  CHECK(closest_key("pooling_facotr", io::detail::table_keys) == "pooling_factor");
+  CHECK(closest_key("reuse_hsit", io::detail::table_keys) == "reuse_hist");
+  CHECK(closest_key("dims", io::detail::table_keys) == "dim");
+  CHECK(closest_key("weight_dtype", io::detail::table_keys) == "dtype");
+  CHECK(closest_key("weightDtype", io::detail::table_keys) == "dtype");
+  CHECK(closest_key("BIN_3", io::detail::table_keys) == "bin_3");
+  CHECK(closest_key("optimizer_state", io::detail::task_keys) == "optimizer");
+  CHECK(closest_key("batchsize", io::detail::task_keys) == "batch_size");
+  CHECK(closest_key("memory_bandwidth", io::detail::device_keys) == "memory_bandwidth_gbps");
+  CHECK(closest_key("memory_GiB", io::detail::device_keys) == "memory_gib");
+  // Nothing close: no suggestion rather than a wrong one.
+  CHECK(closest_key("colour", io::detail::table_keys).empty());
+  CHECK(closest_key("size", io::detail::table_keys).empty());
+  CHECK(closest_key("x", io::detail::task_keys).empty());
+
+  // Through the readers.
+  json j = task_json();
+  j["optimiser"] = "adam";
+  CHECK(contains(error_of([&] { (void)io::task_from_json(j); }),
+                 "field 'task.optimiser' = \"adam\": expected a known key (did you mean "
+                 "\"optimizer\"?), one of"));
+  j = task_json();
+  j["cluster"]["devices_per_hosts"] = 2;
+  CHECK(contains(error_of([&] { (void)io::task_from_json(j); }),
+                 "field 'task.cluster.devices_per_hosts' = 2: expected a known key (did you mean "
+                 "\"devices_per_host\"?)"));
+  j = table_json();
+  j["poolingFactor"] = 3.0;
+  CHECK(contains(error_of([&] { (void)io::table_from_json(j, "t"); }),
+                 "field 't.poolingFactor' = 3.0: expected a known key (did you mean "
+                 "\"pooling_factor\"?)"));
+
+  // Runs of numbered keys are listed first..last.
+  constexpr std::string_view keys[] = {"a_1", "a_2", "a_3", "b", "c_1", "c_2"};
+  CHECK(io::detail::known_keys_text(keys) == R"("a_1".."a_3", "b", "c_1", "c_2")");
+}
+
+TEST_CASE("unknown keys: files with every known key still load") {
+  json table = table_json();  // name, rows, dim, pooling_factor, reuse_hist
+  table["dtype"] = "fp16";
+  const json listed = {{"name", "all"},
+                       {"batch_size", 1024},
+                       {"optimizer", "adam"},
+                       {"tables", json::array({table})},
+                       {"cluster",
+                        {{"devices", json::array({{{"name", "gpu0"},
+                                                   {"memory_bytes", 8 * embplan::gib},
+                                                   {"memory_bandwidth_gbps", 900.0},
+                                                   {"cache_bandwidth_gbps", 3000.0},
+                                                   {"cache_bytes", 1 << 20}},
+                                                  {{"memory_gib", 4}}})},
+                         {"devices_per_host", 2},
+                         {"intra_host_bandwidth_gbps", 100.0},
+                         {"inter_host_bandwidth_gbps", 10.0},
+                         {"collective_latency_ms", 0.01}}}};
+  const auto t = io::task_from_json(listed);
+  CHECK(t.tables[0].weight_dtype == embplan::dtype::fp16);
+  CHECK(t.cluster.devices[1].memory_bytes == 4 * embplan::gib);
+  CHECK(io::tasks_from_json(json{{"tasks", json::array({listed})}}).size() == 1);
+
+  json uniform = listed;
+  uniform["cluster"] = {{"count", 2},
+                        {"device",
+                         {{"memory_gib", 2},
+                          {"memory_bandwidth_gbps", 900.0},
+                          {"cache_bandwidth_gbps", 3000.0},
+                          {"cache_bytes", 0}}}};
+  CHECK(io::task_from_json(uniform).cluster.size() == 2);
+
+  const json plan = {{"task", "all"},
+                     {"shards", json::array({{{"table", 0},
+                                              {"table_name", "x"},
+                                              {"device", 1},
+                                              {"columns", {0, 8}},
+                                              {"rows", {0, 100}},
+                                              {"replica", false}}})}};
+  CHECK(io::plan_from_json(plan, t).shards.size() == 1);
 }
 
 TEST_CASE(

@@ -498,6 +498,34 @@ TEST_CASE("safetensors: duplicate names") {
   CHECK(inner.find("field 'dup: tensors[\"w\"].dtype' appears twice") != std::string::npos);
 }
 
+TEST_CASE("safetensors: a tensor entry with an unknown key is refused; metadata is free-form") {
+  const auto msg = error_of([] {
+    parse_safetensors(
+        file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"dtpye":"F16"}})",
+                   zeros(4)),
+        "k.safetensors");
+  });
+  CHECK(msg.find("field 'k.safetensors: tensors[\"w\"].dtpye' = \"F16\": expected a known key "
+                 "(did you mean \"dtype\"?), one of \"dtype\", \"shape\", \"data_offsets\"") !=
+        std::string::npos);
+  CHECK(error_of([] {
+          parse_safetensors(
+              file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"offsets":1}})",
+                         zeros(4)),
+              "o");
+        })
+            .find("field 'o: tensors[\"w\"].offsets' = 1: expected a known key (did you mean "
+                  "\"data_offsets\"?)") != std::string::npos);
+
+  // "__metadata__" keeps any string keys.
+  const auto ok =
+      parse_safetensors(file_bytes(R"({"__metadata__":{"format":"pt","anything":"goes"},)"
+                                   R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                   zeros(4)));
+  CHECK(ok.metadata.at("anything") == "goes");
+  CHECK(ok.tensors.at("w").values.size() == 1);
+}
+
 TEST_CASE("safetensors: metadata values must be strings") {
   const auto msg = error_of(
       [] { parse_safetensors(file_bytes(R"({"__metadata__":{"epochs":3}})", {}), "meta"); });

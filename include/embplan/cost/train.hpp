@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +27,7 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/cost/detail/json_lines.hpp"
 #include "embplan/cost/features.hpp"
+#include "embplan/data/split.hpp"
 #include "embplan/nn/adam.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/minibatch.hpp"
@@ -44,9 +47,20 @@ struct compute_record {
   std::string meter;
 };
 
+namespace detail {
+
+// Every key `embplan collect compute` writes (bench/collect.hpp and the CLI's
+// "reference_ms"); "cv" and "reference_ms" are kept by the file, not read here.
+inline constexpr std::string_view compute_record_keys[] = {
+    "id",       "tables",     "dims",  "forward_ms", "backward_ms",
+    "total_ms", "batch_size", "meter", "cv",         "reference_ms"};
+
+}  // namespace detail
+
 inline std::vector<compute_record> read_compute_records(const std::filesystem::path& path) {
   return detail::read_json_lines<compute_record>(
-      path, "compute record", [](const nlohmann::json& j, const std::string& where) {
+      path, "compute record", detail::compute_record_keys,
+      [](const nlohmann::json& j, const std::string& where) {
         compute_record r;
         r.id = j.at("id").get<std::int64_t>();
         r.tables = j.at("tables").get<std::vector<std::size_t>>();
@@ -75,6 +89,8 @@ struct train_options {
   std::uint64_t seed = 0;
   double train_fraction = 0.8;
   double validation_fraction = 0.1;
+  // Called after each epoch (a progress display); may be empty.
+  std::function<void()> on_epoch{};
 };
 
 struct regression_metrics {
@@ -220,23 +236,15 @@ inline std::pair<nn::compute_cost_net, train_report> train_compute_model(
   for (const auto& r : records)
     costs.push_back(static_cast<float>(r.total_ms));
 
-  // The 80/10/10 split of a seeded permutation.
-  std::vector<std::size_t> order(records.size());
-  for (std::size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  rng gen(derive_seed(o.seed, 0x5917));
-  for (std::size_t i = order.size(); i > 1; --i)
-    std::swap(order[i - 1], order[static_cast<std::size_t>(gen.below(i))]);
-  const auto n_train =
-      static_cast<std::size_t>(o.train_fraction * static_cast<double>(order.size()));
-  const auto n_val =
-      static_cast<std::size_t>(o.validation_fraction * static_cast<double>(order.size()));
-  const std::vector<std::size_t> train(order.begin(),
-                                       order.begin() + static_cast<std::ptrdiff_t>(n_train));
-  const std::vector<std::size_t> val(order.begin() + static_cast<std::ptrdiff_t>(n_train),
-                                     order.begin() + static_cast<std::ptrdiff_t>(n_train + n_val));
-  const std::vector<std::size_t> test(order.begin() + static_cast<std::ptrdiff_t>(n_train + n_val),
-                                      order.end());
+  // The 80/10/10 split of a seeded permutation; parts in shuffled order.
+  const auto split =
+      embplan::data::seeded_split(records.size(), {.train_fraction = o.train_fraction,
+                                                   .validation_fraction = o.validation_fraction,
+                                                   .seed = o.seed,
+                                                   .stream = 0x5917});
+  const auto& train = split.train;
+  const auto& val = split.validation;
+  const auto& test = split.test;
 
   nn::compute_cost_net_options arch;
   arch.table_features = static_cast<Eigen::Index>(feature_count(o.features));
@@ -273,6 +281,7 @@ inline std::pair<nn::compute_cost_net, train_report> train_compute_model(
     }
     const double v = detail::metrics(net, pieces, costs, val).mse;
     report.validation_mse.push_back(v);
+    if (o.on_epoch) o.on_epoch();
     if (v < best_val) {
       best_val = v;
       best = net;

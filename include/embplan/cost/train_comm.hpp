@@ -16,9 +16,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "embplan/cost/detail/json_lines.hpp"
 #include "embplan/cost/neural_comm.hpp"
 #include "embplan/cost/train.hpp"
+#include "embplan/data/split.hpp"
 #include "embplan/nn/adam.hpp"
 #include "embplan/nn/loss.hpp"
 #include "embplan/nn/minibatch.hpp"
@@ -48,9 +51,21 @@ struct comm_record {
   std::string meter;
 };
 
+namespace detail {
+
+// Every key `embplan collect comm` writes (bench/collect.hpp); "tables",
+// "dims", "device_of" and "greedy_probability" describe the placement and are
+// not read here.
+inline constexpr std::string_view comm_record_keys[] = {
+    "id",    "dim_sum", "start_ms", "forward_ms", "backward_ms",       "batch_size",
+    "meter", "tables",  "dims",     "device_of",  "greedy_probability"};
+
+}  // namespace detail
+
 inline std::vector<comm_record> read_comm_records(const std::filesystem::path& path) {
   return detail::read_json_lines<comm_record>(
-      path, "comm record", [](const nlohmann::json& j, const std::string& where) {
+      path, "comm record", detail::comm_record_keys,
+      [](const nlohmann::json& j, const std::string& where) {
         comm_record r;
         r.id = j.at("id").get<std::int64_t>();
         r.dim_sum = j.at("dim_sum").get<std::vector<std::int64_t>>();
@@ -101,6 +116,8 @@ struct comm_train_options {
   double train_fraction = 0.8;
   double validation_fraction = 0.1;
   std::vector<Eigen::Index> hidden{128, 64, 32, 16};
+  // Called after each epoch (a progress display); may be empty.
+  std::function<void()> on_epoch{};
 };
 
 // One model's fit: metrics over all device outputs of each split.
@@ -247,6 +264,7 @@ inline std::pair<nn::comm_cost_net, comm_fit> fit_comm_net(const nn::matrix& x, 
     }
     const double v = val_x.rows() > 0 ? matrix_metrics(predict(net, val_x), val_y).mse : 0.0;
     fit.validation_mse.push_back(v);
+    if (o.on_epoch) o.on_epoch();
     if (v < best_val) {
       best_val = v;
       best = net;
@@ -307,21 +325,16 @@ inline trained_comm train_comm_models(std::span<const comm_record> records,
   detail::check_comm_records(records, out.report.devices, out.report.batch_size, out.report.meter);
   const auto data = detail::comm_data_of(records, out.report.devices);
 
-  // One 80/10/10 split of a seeded permutation for both models.
-  std::vector<std::size_t> order(records.size());
-  for (std::size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  rng gen(derive_seed(o.seed, 0xc033));
-  for (std::size_t i = order.size(); i > 1; --i)
-    std::swap(order[i - 1], order[static_cast<std::size_t>(gen.below(i))]);
-  const auto n_train =
-      static_cast<std::size_t>(o.train_fraction * static_cast<double>(order.size()));
-  const auto n_val =
-      static_cast<std::size_t>(o.validation_fraction * static_cast<double>(order.size()));
-  const std::span<const std::size_t> all(order);
-  const auto train = all.subspan(0, n_train);
-  const auto val = all.subspan(n_train, n_val);
-  const auto test = all.subspan(n_train + n_val);
+  // One 80/10/10 split of a seeded permutation for both models; parts in
+  // shuffled order.
+  const auto split =
+      embplan::data::seeded_split(records.size(), {.train_fraction = o.train_fraction,
+                                                   .validation_fraction = o.validation_fraction,
+                                                   .seed = o.seed,
+                                                   .stream = 0xc033});
+  const std::span<const std::size_t> train = split.train;
+  const std::span<const std::size_t> val = split.validation;
+  const std::span<const std::size_t> test = split.test;
 
   auto [fwd, fwd_fit] = detail::fit_comm_net(data.forward_x, data.forward_y, train, val, test, o,
                                              derive_seed(o.seed, 0xf0));

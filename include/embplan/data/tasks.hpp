@@ -45,6 +45,7 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
+#include "embplan/data/split.hpp"
 
 namespace embplan::data {
 
@@ -196,16 +197,12 @@ inline constexpr std::uint64_t split_stream = 0x73706c6974;  // "split"
 // (rounded down) trains, the rest tests. Each half in pool order.
 inline std::pair<std::vector<std::size_t>, std::vector<std::size_t>> split_indices(
     std::size_t n, std::uint64_t seed) {
-  std::vector<std::size_t> idx(n);
-  std::iota(idx.begin(), idx.end(), std::size_t{0});
-  rng r(derive_seed(seed, split_stream));
-  for (std::size_t i = n; i > 1; --i)
-    std::swap(idx[i - 1], idx[static_cast<std::size_t>(r.below(i))]);
-  std::vector<std::size_t> train(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(n / 2));
-  std::vector<std::size_t> test(idx.begin() + static_cast<std::ptrdiff_t>(n / 2), idx.end());
-  std::sort(train.begin(), train.end());
-  std::sort(test.begin(), test.end());
-  return {std::move(train), std::move(test)};
+  auto parts = seeded_split(n, {.train_fraction = 0.5,
+                                .validation_fraction = 0.0,
+                                .seed = seed,
+                                .stream = split_stream,
+                                .order = split_order::ascending});
+  return {std::move(parts.train), std::move(parts.test)};
 }
 
 inline std::string task_name(protocol p, std::size_t devices, std::int32_t dim, pool_half half,

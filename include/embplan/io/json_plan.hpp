@@ -6,10 +6,11 @@
 // Ranges are half-open [begin, end). A shard may name its table by "table"
 // (index), "table_name" or both (then they must agree), and its device by
 // index or by the device's name ("cuda:1"). "columns" / "rows" default to the
-// whole table, "replica" to false.
+// whole table, "replica" to false. Any other key is an error naming it.
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,6 +25,10 @@
 namespace embplan::io {
 
 namespace detail {
+
+inline constexpr std::string_view plan_keys[] = {"task", "shards"};
+inline constexpr std::string_view shard_keys[] = {"table",   "table_name", "device",
+                                                  "columns", "rows",       "replica"};
 
 inline std::uint32_t table_ref_from_json(const json& shard_json, std::string_view where,
                                          const task& t) {
@@ -118,6 +123,7 @@ inline plan plan_from_json(const nlohmann::json& j, const task& t) {
   return guarded("plan", [&] {
     const json* shards = &j;
     if (j.is_object()) {
+      check_keys(j, plan_keys, "plan");
       if (const json* name = find(j, "task")) {
         const std::string n = as_string(*name, "plan.task");
         if (!n.empty() && !t.name.empty() && n != t.name) {
@@ -133,7 +139,7 @@ inline plan plan_from_json(const nlohmann::json& j, const task& t) {
       const json& sj = (*shards)[i];
       const auto where = path("shards", i);
       require_object(sj, where);
-      check_known_keys(sj, where, {"table", "table_name", "device", "columns", "rows", "replica"});
+      check_keys(sj, shard_keys, where);
       shard s;
       s.table = table_ref_from_json(sj, where, t);
       s.device = device_ref_from_json(sj, where, t);

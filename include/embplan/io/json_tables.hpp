@@ -4,11 +4,14 @@
 //    "reuse_hist": [17 fractions], "dtype": "fp32"}
 // and NeuroShard / DreamShard table_configs.json entries are read as they are:
 //   {"row": 1000, "dim": 16, "pooling_factor": 3.5, "bin_0": ..., "bin_16": ...}
-// (NeuroShard §4 / DreamShard §4 datasets; their DLRM entries have no "dim").
-// Unknown keys are ignored, since those files carry extra columns ("size", ...).
+// (NeuroShard §4 / DreamShard §4 datasets; their DLRM entries have no "dim";
+// DreamShard's also carry the table's "index", which is accepted and unused).
+// Any other key is an error naming it (detail::check_keys): a misspelt or
+// C++-named "weight_dtype" must not leave the table at fp32.
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +27,16 @@
 namespace embplan::io {
 
 namespace detail {
+
+// The keys a table object may have: embplan's, then NeuroShard / DreamShard's.
+inline constexpr std::string_view table_keys[] = {
+    "name",   "rows",   "dim",    "pooling_factor", "reuse_hist", "dtype",  "row",
+    "index",  "bin_0",  "bin_1",  "bin_2",          "bin_3",      "bin_4",  "bin_5",
+    "bin_6",  "bin_7",  "bin_8",  "bin_9",          "bin_10",     "bin_11", "bin_12",
+    "bin_13", "bin_14", "bin_15", "bin_16"};
+static_assert(std::size(table_keys) == 8 + reuse_bin_count);
+
+inline constexpr std::string_view pool_keys[] = {"tables"};
 
 inline std::string bin_key(std::size_t k) {
   return "bin_" + std::to_string(k);
@@ -73,6 +86,7 @@ inline table_spec table_from_json(const nlohmann::json& j, std::string_view wher
   using namespace detail;
   return guarded(where, [&] {
     require_object(j, where);
+    check_keys(j, table_keys, where);
     table_spec t;
     if (const json* name = find(j, "name")) t.name = as_string(*name, path(where, "name"));
 
@@ -139,6 +153,7 @@ inline std::vector<table_spec> pool_from_json(const nlohmann::json& j,
   return guarded("tables", [&] {
     if (j.is_array()) return tables_from_json(j, "tables", default_dim);
     if (!j.is_object()) fail_value("tables", j, "an array of tables or {\"tables\": [...]}");
+    check_keys(j, pool_keys, "");
     return tables_from_json(require(j, "tables", "", "an array of tables"), "tables", default_dim);
   });
 }

@@ -8,9 +8,10 @@
 //                "devices_per_host": 8, "intra_host_bandwidth_gbps": ...,
 //                "inter_host_bandwidth_gbps": ..., "collective_latency_ms": ...}}
 // A uniform cluster may be written {"count": 4, "device": {...}}; a device may
-// give "memory_gib" instead of "memory_bytes". Device and cluster fields all
-// have defaults (core/topology.hpp), so their objects reject unknown keys: a
-// misspelt "memory_byte" must not silently become 4 GiB.
+// give "memory_gib" instead of "memory_bytes". Every object rejects keys it
+// does not know (detail::check_keys), naming the key and the near miss: most
+// fields have defaults (core/topology.hpp), so a misspelt "memory_byte" would
+// otherwise silently become 4 GiB.
 
 #include <cmath>
 #include <cstddef>
@@ -37,6 +38,20 @@ namespace detail {
 // Upper bound on a uniform cluster's "count", so a typo cannot ask for 10^12 devices.
 inline constexpr std::int64_t max_device_count = std::int64_t{1} << 20;
 
+inline constexpr std::string_view task_keys[] = {"name", "batch_size", "optimizer", "tables",
+                                                 "cluster"};
+inline constexpr std::string_view tasks_keys[] = {"tasks"};
+inline constexpr std::string_view cluster_keys[] = {"devices",
+                                                    "count",
+                                                    "device",
+                                                    "devices_per_host",
+                                                    "intra_host_bandwidth_gbps",
+                                                    "inter_host_bandwidth_gbps",
+                                                    "collective_latency_ms"};
+inline constexpr std::string_view device_keys[] = {
+    "name",       "memory_bytes", "memory_gib", "memory_bandwidth_gbps", "cache_bandwidth_gbps",
+    "cache_bytes"};
+
 inline double positive_number(const json& j, std::string_view field) {
   const double v = as_double(j, field);
   if (!std::isfinite(v) || v <= 0.0) fail_value(field, j, "a positive number");
@@ -47,15 +62,9 @@ inline double positive_number(const json& j, std::string_view field) {
 inline void device_fields_from_json(const json& j, std::string_view where, bool allow_name,
                                     device_spec& d) {
   require_object(j, where);
-  if (allow_name) {
-    check_known_keys(j, where,
-                     {"name", "memory_bytes", "memory_gib", "memory_bandwidth_gbps",
-                      "cache_bandwidth_gbps", "cache_bytes"});
-  } else {
-    check_known_keys(j, where,
-                     {"memory_bytes", "memory_gib", "memory_bandwidth_gbps", "cache_bandwidth_gbps",
-                      "cache_bytes"});
-  }
+  // A uniform cluster's one "device" has no name: its devices are cuda:0, cuda:1, ...
+  const std::span<const std::string_view> known(device_keys);
+  check_keys(j, allow_name ? known : known.subspan(1), where);
   if (const json* name = find(j, "name")) d.name = as_string(*name, path(where, "name"));
   const json* bytes = find(j, "memory_bytes");
   const json* gibs = find(j, "memory_gib");
@@ -89,9 +98,7 @@ inline void device_fields_from_json(const json& j, std::string_view where, bool 
 
 inline topology topology_from_json(const json& j, std::string_view where) {
   require_object(j, where);
-  check_known_keys(j, where,
-                   {"devices", "count", "device", "devices_per_host", "intra_host_bandwidth_gbps",
-                    "inter_host_bandwidth_gbps", "collective_latency_ms"});
+  check_keys(j, cluster_keys, where);
   topology t;
   const json* devices = find(j, "devices");
   const json* count = find(j, "count");
@@ -160,11 +167,12 @@ inline json to_json(const topology& t) {
 }  // namespace detail
 
 // Reads a task and validates it. `where` prefixes field paths ("task.tables[3].rows").
-// Keys outside the task's own are ignored (task files may carry provenance).
+// A key outside the task's own is an error naming it.
 inline task task_from_json(const nlohmann::json& j, std::string_view where = "task") {
   using namespace detail;
   return guarded(where, [&] {
     require_object(j, where);
+    check_keys(j, task_keys, where);
     task t;
     if (const json* name = find(j, "name")) t.name = as_string(*name, path(where, "name"));
     if (const json* b = find(j, "batch_size")) {
@@ -207,6 +215,7 @@ inline std::vector<task> tasks_from_json(const nlohmann::json& j) {
       return out;
     }
     if (!j.is_object()) fail_value("tasks", j, "{\"tasks\": [...]} or a task object");
+    check_keys(j, tasks_keys, "");
     const json& array = *find(j, "tasks");
     require_array(array, "tasks");
     if (array.empty()) embplan::detail::fail("tasks", 0, "at least one task");

@@ -8,7 +8,9 @@
 // then the data, offsets counted from its start. Every byte position is
 // checked before it is read: a truncated, lying or inconsistent file is an
 // embplan::error naming the file, the tensor and the field, never an
-// out-of-bounds read. Values are held as float32 whatever the stored dtype.
+// out-of-bounds read. A tensor entry has exactly "dtype", "shape" and
+// "data_offsets" (another key is an error naming it); "__metadata__" is
+// free-form string -> string. Values are held as float32 whatever the stored dtype.
 
 #include <algorithm>
 #include <cmath>
@@ -40,14 +42,14 @@ struct tensor {
   // As stored ("F32", "F16", "BF16", "F64", "I64", "I32") when read; the
   // dtype to store when written (empty means "F32").
   std::string dtype = "F32";
-  std::vector<std::int64_t> shape;  // [] is a scalar (one value)
-  std::vector<float> values;        // row-major, converted to float32
+  std::vector<std::int64_t> shape{};  // [] is a scalar (one value)
+  std::vector<float> values{};        // row-major, converted to float32
 };
 
 struct safetensors_file {
-  std::map<std::string, tensor> tensors;
-  std::map<std::string, std::string> metadata;  // "__metadata__": string -> string
-  std::string source;  // the file (or parse source) it came from; used in messages only
+  std::map<std::string, tensor> tensors{};
+  std::map<std::string, std::string> metadata{};  // "__metadata__": string -> string
+  std::string source{};  // the file (or parse source) it came from; used in messages only
 };
 
 namespace detail {
@@ -79,10 +81,14 @@ struct st_entry {
   std::uint64_t end;
 };
 
+// A tensor entry's keys; "__metadata__" is the one free-form object.
+inline constexpr std::string_view st_entry_keys[] = {"dtype", "shape", "data_offsets"};
+
 inline st_entry parse_st_entry(const nlohmann::json& j, const std::string& name,
                                std::uint64_t data_bytes, std::string_view source) {
   const std::string where = st_tensor_field(source, name);
   require_object(j, where);
+  check_keys(j, st_entry_keys, where);
   st_entry e{.name = name, .dtype = nullptr, .shape = {}, .begin = 0, .end = 0};
 
   const auto dtype_field = st_tensor_field(source, name, "dtype");

@@ -1,23 +1,28 @@
 #pragma once
 // The reading loop of `embplan collect` records (JSON lines, README "Cost
 // data"): one object per line, blank lines skipped, every error naming the
-// file and line. `parse(json, where)` turns one object into a record; an
-// nlohmann exception it throws becomes an error naming `what` and the line.
+// file and line. A key outside `known` is an error naming it (a record read
+// without a field it meant to carry is misread). `parse(json, where)` turns
+// one object into a record; an nlohmann exception it throws becomes an error
+// naming `what` and the line.
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "embplan/core/error.hpp"
+#include "embplan/io/detail/json_access.hpp"
 
 namespace embplan::cost::detail {
 
 template <class Record, class Parse>
 std::vector<Record> read_json_lines(const std::filesystem::path& path, const std::string& what,
-                                    Parse&& parse) {
+                                    std::span<const std::string_view> known, Parse&& parse) {
   std::ifstream in(path);
   if (!in) embplan::detail::fail(what + "s", path.string(), "a readable file");
   std::vector<Record> out;
@@ -31,6 +36,7 @@ std::vector<Record> read_json_lines(const std::filesystem::path& path, const std
     if (j.is_discarded() || !j.is_object()) {
       embplan::detail::fail(where, line.substr(0, 60), "a JSON object (one record per line)");
     }
+    io::detail::check_keys(j, known, where);
     try {
       out.push_back(parse(j, where));
     } catch (const nlohmann::json::exception& e) {

@@ -4,13 +4,16 @@
 // a wrong type becomes an embplan::error naming the field path, the value
 // seen and the type expected (DESIGN.md, "Errors").
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -67,25 +70,153 @@ inline const json& require(const json& obj, std::string_view key, std::string_vi
   return *v;
 }
 
-// Rejects keys outside `known`: used where every field has a default, so a
-// misspelt key would otherwise fall back to that default without a word.
-inline void check_known_keys(const json& obj, std::string_view where,
-                             std::initializer_list<std::string_view> known) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    bool ok = false;
-    for (const auto k : known)
-      ok = ok || it.key() == k;
-    if (ok) continue;
-    std::string expected = "a known key (one of";
-    bool first = true;
-    for (const auto k : known) {
-      expected += first ? " \"" : ", \"";
-      expected += k;
-      expected += '"';
-      first = false;
+// ------------------------------------------------------------ unknown keys
+
+// A key compared loosely: lower case, without '_', '-', '.' and spaces, so
+// "poolingFactor", "Pooling-Factor" and "pooling_factor" fold alike.
+inline std::string fold_key(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (const char c : key) {
+    if (c == '_' || c == '-' || c == '.' || c == ' ') continue;
+    out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return out;
+}
+
+// The words of a key, folded: "weight_dtype" and "weightDtype" give
+// {"weight", "dtype"}.
+inline std::vector<std::string> key_words(std::string_view key) {
+  std::vector<std::string> words(1);
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    const bool upper = c >= 'A' && c <= 'Z';
+    const bool lower_before = i > 0 && key[i - 1] >= 'a' && key[i - 1] <= 'z';
+    if (c == '_' || c == '-' || c == '.' || c == ' ' || (upper && lower_before)) {
+      if (!words.back().empty()) words.emplace_back();
+      if (!upper) continue;
     }
-    expected += ')';
-    fail_value(path(where, it.key()), it.value(), expected);
+    words.back() += upper ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  if (words.back().empty()) words.pop_back();
+  return words;
+}
+
+// Damerau-Levenshtein distance (optimal string alignment: insertions,
+// deletions, substitutions and swaps of neighbours each cost 1).
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  const std::size_t n = b.size();
+  std::vector<std::size_t> before(n + 1), previous(n + 1), current(n + 1);
+  for (std::size_t j = 0; j <= n; ++j)
+    previous[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    for (std::size_t j = 1; j <= n; ++j) {
+      const std::size_t substitute = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        current[j] = std::min(current[j], before[j - 2] + 1);
+      }
+    }
+    std::swap(before, previous);
+    std::swap(previous, current);
+  }
+  return previous[n];
+}
+
+// The known key `key` most likely meant, or "" when none is close. Close is:
+// the same key in another case or separator style; at most 1 edit (2 for keys
+// longer than 4 letters) after folding; or one key's words all among the
+// other's ("weight_dtype" -> "dtype", "optimizer_state" -> "optimizer",
+// "memory_bandwidth" -> "memory_bandwidth_gbps"). Ties go to the first known key.
+inline std::string_view closest_key(std::string_view key, std::span<const std::string_view> known) {
+  const std::string folded = fold_key(key);
+  const auto words = key_words(key);
+  const auto all_in = [](const std::vector<std::string>& some,
+                         const std::vector<std::string>& others) {
+    std::size_t letters = 0;
+    for (const auto& w : some) {
+      if (std::find(others.begin(), others.end(), w) == others.end()) return false;
+      letters += w.size();
+    }
+    return !some.empty() && letters >= 3;  // "id" alone says too little
+  };
+  constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+  std::size_t best_score = none;
+  std::string_view best;
+  for (const auto k : known) {
+    const std::string k_folded = fold_key(k);
+    const std::size_t limit = k_folded.size() <= 4 ? 1 : 2;
+    std::size_t score = edit_distance(folded, k_folded);
+    if (score > limit) {
+      const auto k_words = key_words(k);
+      score = all_in(k_words, words) || all_in(words, k_words) ? limit + 1 : none;
+    }
+    if (score < best_score) {
+      best_score = score;
+      best = k;
+    }
+  }
+  return best;
+}
+
+// The known keys as a list for a message; runs "bin_0", "bin_1", ..., "bin_16"
+// are written "bin_0".."bin_16".
+inline std::string known_keys_text(std::span<const std::string_view> known) {
+  // "bin_7" -> ("bin_", 7); a key without a trailing number -> (key, none).
+  const auto split_number = [](std::string_view k) {
+    std::size_t digits = k.size();
+    while (digits > 0 && k[digits - 1] >= '0' && k[digits - 1] <= '9')
+      --digits;
+    long number = -1;
+    if (digits < k.size() && k.size() - digits < 9)
+      number = std::stol(std::string(k.substr(digits)));
+    return std::pair{k.substr(0, digits), number};
+  };
+  std::string out;
+  for (std::size_t i = 0; i < known.size();) {
+    const auto [prefix, number] = split_number(known[i]);
+    std::size_t last = i;
+    while (number >= 0 && last + 1 < known.size()) {
+      const auto [p, v] = split_number(known[last + 1]);
+      if (p != prefix || v != number + static_cast<long>(last + 1 - i)) break;
+      ++last;
+    }
+    if (!out.empty()) out += ", ";
+    out += '"';
+    out += known[i];
+    out += '"';
+    if (last > i + 1) {
+      out += "..\"";
+      out += known[last];
+      out += '"';
+    } else {
+      last = i;
+    }
+    i = last + 1;
+  }
+  return out;
+}
+
+// Rejects a key of `obj` outside `known`, naming its path ("tables[3].size"),
+// its value, a near known key when there is one, and every known key.
+// Nothing is silently dropped (DESIGN.md): a misspelt "dtyp" would otherwise
+// leave the table at its default fp32. No allocation unless a key is unknown.
+inline void check_keys(const json& obj, std::span<const std::string_view> known,
+                       std::string_view where) {
+  if (!obj.is_object()) return;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& key = it.key();
+    if (std::find(known.begin(), known.end(), std::string_view(key)) != known.end()) continue;
+    std::string expected = "a known key";
+    if (const auto near = closest_key(key, known); !near.empty()) {
+      expected += " (did you mean \"";
+      expected += near;
+      expected += "\"?)";
+    }
+    expected += ", one of ";
+    expected += known_keys_text(known);
+    fail_value(path(where, key), it.value(), expected);
   }
 }
 

@@ -1,0 +1,141 @@
+// Reading `embplan collect` records (cost/train.hpp, cost/train_comm.hpp):
+// every key the collector writes is read, any other key is an error naming it.
+#include "embplan/cost/train.hpp"
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "embplan/bench/collect.hpp"
+#include "embplan/cost/train_comm.hpp"
+#include "embplan/data/synthetic_pool.hpp"
+#include "support/message_of.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using embplan::test::message_of;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A scratch file of the given lines, removed with its folder at scope exit.
+struct scratch_file {
+  fs::path dir;
+  fs::path path;
+  explicit scratch_file(const std::vector<std::string>& lines) {
+    dir = fs::temp_directory_path() / ("embplan-train-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    path = dir / "records.jsonl";
+    std::ofstream out(path);
+    for (const auto& line : lines)
+      out << line << '\n';
+  }
+  scratch_file(const scratch_file&) = delete;
+  scratch_file& operator=(const scratch_file&) = delete;
+  ~scratch_file() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+const std::string compute_line =
+    R"({"id":0,"tables":[1],"dims":[4],"forward_ms":1,"backward_ms":1,"total_ms":2,)"
+    R"("batch_size":64,"meter":"cpu","cv":0.01,"reference_ms":0.25})";
+
+const std::string comm_line =
+    R"({"id":0,"tables":[1,2],"dims":[8,4],"device_of":[0,1],"dim_sum":[8,4],)"
+    R"("start_ms":[0,1],"greedy_probability":0.5,"forward_ms":[1,2],"backward_ms":[1,1],)"
+    R"("batch_size":64,"meter":"analytic"})";
+
+}  // namespace
+
+TEST_CASE("compute records: every key collect writes is read, an unknown key is refused") {
+  {
+    const scratch_file f({compute_line});
+    const auto records = embplan::cost::read_compute_records(f.path);
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].total_ms == 2.0);
+  }
+  // What bench/collect.hpp writes, as the CLI writes it with --reference.
+  {
+    const auto pool = embplan::data::synthetic_pool({.seed = 0});
+    const std::vector<std::int32_t> dims{4, 8};
+    const auto augmented = embplan::bench::augment(pool.size(), dims);
+    const auto sample = embplan::bench::make_compute_sample(augmented, {}, 3);
+    embplan::bench::shard_measurement m;
+    m.forward.mean_ms = 1.0;
+    m.backward.mean_ms = 2.0;
+    m.total.mean_ms = 3.0;
+    auto record = embplan::bench::compute_record(sample, m, "cpu", 256);
+    record["reference_ms"] = 0.5;
+    const scratch_file f({record.dump()});
+    const auto records = embplan::cost::read_compute_records(f.path);
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].id == 3);
+    CHECK(records[0].tables.size() == sample.tables.size());
+  }
+
+  std::string line = compute_line;
+  line.insert(1, R"("weight":1.5,)");
+  const scratch_file f({compute_line, line});
+  const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.path); });
+  CHECK(contains(msg, "field '" + f.path.string() + ":2.weight' = 1.5: expected a known key"));
+  CHECK(contains(msg,
+                 "one of \"id\", \"tables\", \"dims\", \"forward_ms\", \"backward_ms\", "
+                 "\"total_ms\", \"batch_size\", \"meter\", \"cv\", \"reference_ms\""));
+  CHECK(!contains(msg, "did you mean"));
+
+  line = compute_line;
+  line.insert(1, R"("total_msec":2,)");
+  const scratch_file near({line});
+  CHECK(contains(message_of([&] { (void)embplan::cost::read_compute_records(near.path); }),
+                 ":1.total_msec' = 2: expected a known key (did you mean \"total_ms\"?)"));
+}
+
+TEST_CASE("comm records: every key collect writes is read, an unknown key is refused") {
+  {
+    const scratch_file f({comm_line});
+    const auto records = embplan::cost::read_comm_records(f.path);
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].dim_sum.size() == 2);
+  }
+  // What bench/collect.hpp writes.
+  {
+    const auto pool = embplan::data::synthetic_pool({.seed = 0});
+    const std::vector<std::int32_t> dims{4, 8};
+    const auto augmented = embplan::bench::augment(pool.size(), dims);
+    const auto sample = embplan::bench::make_placement_sample(pool, augmented, {}, 5);
+    const auto costs = embplan::bench::analytic_comm(sample, 1024);
+    const scratch_file f({embplan::bench::comm_record(sample, costs, "analytic", 1024).dump()});
+    const auto records = embplan::cost::read_comm_records(f.path);
+    REQUIRE(records.size() == 1);
+    CHECK(records[0].id == 5);
+    CHECK(records[0].dim_sum == sample.dim_sum);
+  }
+
+  std::string line = comm_line;
+  line.insert(1, R"("start_time_ms":[0,1],)");
+  const scratch_file f({line});
+  const auto msg = message_of([&] { (void)embplan::cost::read_comm_records(f.path); });
+  CHECK(contains(msg, "field '" + f.path.string() +
+                          ":1.start_time_ms' = [0,1]: expected a known key (did you mean "
+                          "\"start_ms\"?)"));
+  CHECK(contains(msg, "\"device_of\", \"greedy_probability\""));
+}
+
+TEST_CASE("the bundled cost records still load") {
+  const fs::path dir = fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost";
+  for (const char* name : {"cpu_compute_train_half.jsonl", "cpu_compute_test_half.jsonl",
+                           "gpu_compute_train_half.jsonl", "gpu_compute_test_half.jsonl"}) {
+    CAPTURE(name);
+    CHECK(embplan::cost::read_compute_records(dir / name).size() >= 200);
+  }
+  CHECK(embplan::cost::read_comm_records(dir / "cpu_comm_4dev.jsonl").size() == 1000);
+}
