@@ -91,7 +91,7 @@ bool honours_pin(const char* what, const Planner& planner, const embplan::task& 
     std::fprintf(stderr, "%s: no plan: %s\n", what, r.failure.c_str());
     return false;
   }
-  embplan::validate(r.placement, t);
+  embplan::validate(t, r.placement);
   for (const embplan::shard& s : r.placement.shards) {
     if (s.table == pin.table && s.device != pin.device) {
       std::fprintf(stderr, "%s: table %u on device %u\n", what, s.table, s.device);

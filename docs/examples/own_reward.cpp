@@ -81,7 +81,7 @@ int main() {
     std::fprintf(stderr, "no plan: %s%s\n", roomy.failure.c_str(), fast.failure.c_str());
     return 1;
   }
-  embplan::validate(roomy.placement, t);
+  embplan::validate(t, roomy.placement);
   const headroom_reward headroom;
   // The planner reports the score of the plan it returns...
   if (roomy.reward != headroom.score(t, roomy.search_cost)) {

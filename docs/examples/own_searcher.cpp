@@ -140,7 +140,7 @@ int main() {
     std::fprintf(stderr, "no plan: %s\n", r.failure.c_str());
     return 1;
   }
-  embplan::validate(r.placement, t);
+  embplan::validate(t, r.placement);
   // Same seed, same plan; more restarts never score lower (they include the first ones).
   if (planner(t, 1).placement != r.placement) {
     std::fprintf(stderr, "the same seed gave another plan\n");

@@ -208,7 +208,7 @@ int run_plan(const plan_args& a) {
   report["balance"] = cost.balance();
 
   if (!a.out.empty()) {
-    embplan::io::write_json_file(a.out, embplan::io::to_json(result.placement, t));
+    embplan::io::write_json_file(a.out, embplan::io::to_json(t, result.placement));
     std::cout << "wrote " << a.out << '\n';
   }
   if (!a.torchrec.empty()) {

@@ -156,7 +156,7 @@ class planner {
     // A searcher that breaks coverage is a bug and throws; one whose plan the
     // constraint refuses or that does not fit memory failed the task (it
     // counts against the success rate) and says why.
-    validate(out.placement, t, plan_check{.dim_multiple = 0, .memory = false});
+    validate(t, out.placement, plan_check{.dim_multiple = 0, .memory = false});
     if (!replay_constraint(t, out)) return out;
     out.search_cost = evaluate(t, out.placement, cost_);
     if constexpr (std::is_same_v<Meter, CostModel>) {

@@ -27,7 +27,7 @@ embplan::task two_tables_two_devices() {
 std::string message_of(const embplan::plan& p, const embplan::task& t,
                        embplan::plan_check check = {}) {
   try {
-    embplan::validate(p, t, check);
+    embplan::validate(t, p, check);
   } catch (const embplan::error& e) {
     return e.what();
   }

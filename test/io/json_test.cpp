@@ -461,9 +461,9 @@ TEST_CASE("plans round trip through JSON, with names and replicas") {
   p.shards.push_back(embplan::whole_table(t, 3, 1));
   p.shards.push_back(embplan::whole_table(t, 4, 2));
   p.shards.push_back({4, 0, 0, t.tables[4].dim, 0, 5, true});
-  embplan::validate(p, t, {.memory = false});
+  embplan::validate(t, p, {.memory = false});
 
-  const auto j = io::to_json(p, t);
+  const auto j = io::to_json(t, p);
   CHECK(j["task"] == t.name);
   CHECK(j["shards"].size() == p.shards.size());
   CHECK(j["shards"][0]["table_name"] == "t0");
@@ -493,7 +493,7 @@ TEST_CASE("plans round trip through JSON, with names and replicas") {
 TEST_CASE("bad plans name the shard and the value") {
   const auto t = small_task(5);
   const auto base =
-      io::to_json(embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0}), t);
+      io::to_json(t, embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0}));
   auto bad = [&](const json& j) { return error_of([&] { (void)io::plan_from_json(j, t); }); };
 
   auto j = base;
@@ -631,7 +631,7 @@ TEST_CASE("unknown keys: every JSON reader refuses one, naming the key, its path
 
   // Plans and shards.
   const auto t = small_task(5);
-  json p = io::to_json(embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0}), t);
+  json p = io::to_json(t, embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0}));
   auto bad_plan = [&](const json& doc) {
     return error_of([&] { (void)io::plan_from_json(doc, t); });
   };
@@ -736,7 +736,7 @@ TEST_CASE(
   const auto t = small_task(9);
   const json task_doc = io::to_json(t);
   const json plan_doc =
-      io::to_json(embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0}), t);
+      io::to_json(t, embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0}));
   const std::vector<json> junk{
       nullptr, "x", -1, 0, 1.5, 1e300, true, json::array(), json::object(), json::array({1, 2}),
       -1e19};

@@ -16,7 +16,7 @@ int main() {
   }
   const auto result = embplan::lookup_greedy_planner{}(t, 0);
   if (!result.ok) return 1;
-  embplan::validate(result.placement, t);
+  embplan::validate(t, result.placement);
   std::printf("planned %zu shards, cost %.3f ms\n", result.placement.shards.size(),
               result.cost_ms.max_ms());
   return 0;

@@ -22,8 +22,8 @@ int main() {
   const auto greedy = embplan::lookup_greedy_planner{}(t, 0);
   const auto searched = embplan::neuroshard_planner{}(t, 0);
   if (!greedy.ok || !searched.ok) return 1;
-  embplan::validate(greedy.placement, t);
-  embplan::validate(searched.placement, t);
+  embplan::validate(t, greedy.placement);
+  embplan::validate(t, searched.placement);
   std::printf("embplan %d.%d.%d: planned %zu and %zu shards\n", EMBPLAN_VERSION_MAJOR,
               EMBPLAN_VERSION_MINOR, EMBPLAN_VERSION_PATCH, greedy.placement.shards.size(),
               searched.placement.shards.size());

@@ -67,7 +67,7 @@ void check_pinned(const embplan::plan_result& r, const embplan::task& t, const p
     CHECK(s.device == rule.device);
   }
   CHECK(seen);
-  CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
 }
 
 template <class Searcher>

@@ -47,7 +47,7 @@ TEST_CASE("every preset gives a valid plan, the same for the same seed") {
     const auto r = embplan::run_preset(name, t, 17);
     REQUIRE(r.ok);
     CHECK(r.failure.empty());
-    CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+    CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
     CHECK(r.cost_ms.devices.size() == 4);
     CHECK(r.cost_ms.max_ms() > 0.0);
     CHECK(!r.meter.empty());

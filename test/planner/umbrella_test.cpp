@@ -19,7 +19,7 @@ TEST_CASE("embplan.hpp plans a NeuroShard-protocol task end to end") {
     CHECK(r.search_unit == embplan::cost_unit::heuristic);
     CHECK(r.search_cost.max_ms() >= embplan::additive_lower_bound(t, embplan::lookup_cost{}));
     CHECK(r.meter == "analytic");
-    const auto back = embplan::io::plan_from_json(embplan::io::to_json(r.placement, t), t);
+    const auto back = embplan::io::plan_from_json(embplan::io::to_json(t, r.placement), t);
     CHECK(back == r.placement);
   }
 }

@@ -49,7 +49,7 @@ TEST_CASE("a table larger than any device is split by rows; the plan is valid an
 
   const auto r = embplan::run_preset("rowwise_lookup_greedy", t);
   REQUIRE(r.ok);
-  CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
   std::size_t row_shards = 0;
   std::int64_t covered = 0;
   for (const auto& s : r.placement.shards) {
@@ -70,7 +70,7 @@ TEST_CASE("row-wise plans round-trip through JSON and show row offsets in the To
   const auto t = huge_task();
   const auto r = embplan::run_preset("rowwise_size_lookup_greedy", t);
   REQUIRE(r.ok);
-  const auto j = embplan::io::to_json(r.placement, t);
+  const auto j = embplan::io::to_json(t, r.placement);
   CHECK(embplan::io::plan_from_json(j, t) == r.placement);
   const auto tr = embplan::io::torchrec_sharding(t, r.placement);
   const auto& entry = tr.at("user_ids");
@@ -93,7 +93,7 @@ TEST_CASE("hot rows are replicated on the other row-shard devices, memory counte
   const auto r = search.search(t, embplan::lookup_cost{}, embplan::default_constraint{},
                                embplan::balance_reward{}, 0);
   REQUIRE(r.ok);
-  CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
   std::size_t replicas = 0;
   for (const auto& s : r.placement.shards) {
     if (!s.replica) continue;

@@ -37,7 +37,7 @@ TEST_CASE("column beam: never worse than its unsplit table-wise plan; pieces mul
     const auto r = small.search(t, model, rule, reward, 0);
     REQUIRE(start.ok);
     REQUIRE(r.ok);
-    CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+    CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
     CHECK(embplan::evaluate(t, r.placement, model).max_ms() <=
           embplan::evaluate(t, start.placement, model).max_ms());
     CHECK(r.cache_hits > 0);
@@ -54,7 +54,7 @@ TEST_CASE("column beam splits a table too large for any device, in halves of 4-m
   const auto r =
       small.search(t, model, embplan::default_constraint{}, embplan::neg_max_cost_reward{}, 0);
   REQUIRE(r.ok);
-  CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
   int pieces = 0;
   for (const auto& s : r.placement.shards) {
     if (s.table != 3) continue;

@@ -120,7 +120,7 @@ TEST_CASE("grid greedy picks the cheapest bound, exactly as a from-scratch grid 
     const double expected = reference_grid(t, model, rule, 11);
     REQUIRE(r.ok == std::isfinite(expected));
     if (!r.ok) continue;
-    CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+    CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
     CHECK(embplan::evaluate(t, r.placement, model).max_ms() ==
           doctest::Approx(expected).epsilon(1e-12));
   }

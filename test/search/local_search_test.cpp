@@ -43,7 +43,7 @@ TEST_CASE("local search is never worse than the plan it starts from, and often b
         t, model, rule, reward, 0);
     REQUIRE(start.ok);
     REQUIRE(r.ok);
-    CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+    CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
     const double before = embplan::evaluate(t, start.placement, model).max_ms();
     const double after = embplan::evaluate(t, r.placement, model).max_ms();
     CHECK(after <= before);
@@ -96,7 +96,7 @@ TEST_CASE("local search plans a tight task its start cannot fit, from a memory-f
 
   const auto start = embplan::search::detail::memory_first_plan(t, model, rule);
   REQUIRE(start.ok);
-  CHECK_NOTHROW(embplan::validate(start.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK_NOTHROW(embplan::validate(t, start.placement, {.dim_multiple = 4, .memory = true}));
   CHECK(start.placement.shards.size() > t.tables.size());  // it had to split
   const auto again = embplan::search::detail::memory_first_plan(t, model, rule);
   CHECK(again.placement == start.placement);  // deterministic
@@ -107,7 +107,7 @@ TEST_CASE("local search plans a tight task its start cannot fit, from a memory-f
 
   const auto r = embplan::local_search<>{}.search(t, model, rule, reward, 0);
   REQUIRE(r.ok);
-  CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
   CHECK(embplan::evaluate(t, r.placement, model).max_ms() <
         embplan::evaluate(t, start.placement, model).max_ms());
   CHECK(r.cache_lookups > beam.cache_lookups);  // the beam's look-ups are counted too

@@ -49,7 +49,7 @@ TEST_CASE("random placement is legal, table-wise and reproducible per seed") {
     REQUIRE(r.ok);
     CHECK(r.failure.empty());
     CHECK(r.placement.shards.size() == t.tables.size());
-    CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+    CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
     CHECK(place(t, seed).placement == r.placement);
     CHECK(place(t, seed + 100).placement != r.placement);
     CHECK(r.evaluations == 0);

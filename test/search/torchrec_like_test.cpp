@@ -31,7 +31,7 @@ TEST_CASE("torchrec_like: valid plans, column blocks of the rule, memory respect
     const auto r = embplan::torchrec_like{}.search(t, model, embplan::default_constraint{},
                                                    embplan::neg_max_cost_reward{}, 0);
     REQUIRE(r.ok);
-    CHECK_NOTHROW(embplan::validate(r.placement, t, {.dim_multiple = 4, .memory = true}));
+    CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
     for (const auto& s : r.placement.shards) {
       const auto dim = t.tables[s.table].dim;
       CHECK((s.cols() == dim || s.cols() == embplan::search::detail::find_base_dim(32, dim)));

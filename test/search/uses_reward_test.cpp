@@ -144,7 +144,7 @@ void check_steered(const Searcher& s, const embplan::task& t, const Reward& rewa
   const auto cheapest = s.search(t, model, rule, embplan::neg_max_cost_reward{}, 0);
   REQUIRE(mine.ok);
   REQUIRE(cheapest.ok);
-  CHECK_NOTHROW(embplan::validate(mine.placement, t, {.dim_multiple = 4, .memory = true}));
+  CHECK_NOTHROW(embplan::validate(t, mine.placement, {.dim_multiple = 4, .memory = true}));
   CHECK(mine.placement != cheapest.placement);
   CHECK(score(t, mine.placement, reward) > score(t, cheapest.placement, reward));
 }

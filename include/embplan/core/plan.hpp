@@ -112,7 +112,7 @@ struct plan_check {
 // Validates a plan against its task: references in range, each table's rows x
 // columns covered exactly once by non-replica shards (replicas must lie inside
 // the table), column pieces multiples of check.dim_multiple, memory within caps.
-inline void validate(const plan& p, const task& t, plan_check check = {}) {
+inline void validate(const task& t, const plan& p, plan_check check = {}) {
   const std::size_t tables = t.tables.size();
   const std::size_t devices = t.cluster.size();
   std::vector<std::vector<std::size_t>> by_table(tables);

@@ -25,7 +25,7 @@ inline std::vector<std::vector<shard>> shards_by_device(const task& t, const pla
 }
 
 // Precondition: the plan references only the task's tables and devices
-// (embplan::validate(plan, task) checks it; planners always do).
+// (embplan::validate(task, plan) checks it; planners always do).
 template <cost_model CostModel>
 plan_cost evaluate(const task& t, const plan& p, const CostModel& model) {
   const std::size_t devices = t.cluster.size();

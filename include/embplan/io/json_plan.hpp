@@ -92,7 +92,7 @@ inline std::pair<std::int64_t, std::int64_t> range_from_json(const json& j,
 
 }  // namespace detail
 
-inline nlohmann::json to_json(const plan& p, const task& t) {
+inline nlohmann::json to_json(const task& t, const plan& p) {
   nlohmann::json shards = nlohmann::json::array();
   for (std::size_t i = 0; i < p.shards.size(); ++i) {
     const auto& s = p.shards[i];
@@ -164,7 +164,7 @@ inline plan plan_from_json(const nlohmann::json& j, const task& t) {
       if (const json* r = find(sj, "replica")) s.replica = as_bool(*r, path(where, "replica"));
       p.shards.push_back(s);
     }
-    validate(p, t, plan_check{.memory = false});
+    validate(t, p, plan_check{.memory = false});
     return p;
   });
 }

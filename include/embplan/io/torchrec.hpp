@@ -65,7 +65,7 @@ inline std::string_view torchrec_sharding_type(const table_spec& spec,
 // Tables are keyed by name ("t<i>" for an unnamed table i); two tables with the
 // same key are an error, since the description could not tell them apart.
 inline nlohmann::json torchrec_sharding(const task& t, const plan& p) {
-  validate(p, t, plan_check{.memory = false});
+  validate(t, p, plan_check{.memory = false});
   const std::size_t tables = t.tables.size();
   std::vector<std::vector<const shard*>> pieces(tables);
   std::vector<std::vector<const shard*>> replicas(tables);

@@ -157,7 +157,7 @@ void check_priced(const Result& r, const embplan::task& t, const char* who) {
     check(false, "the planner finds a plan");
     return;
   }
-  embplan::validate(r.placement, t, embplan::plan_check{.dim_multiple = 4});
+  embplan::validate(t, r.placement, embplan::plan_check{.dim_multiple = 4});
   check(r.meter == "analytic", "cost_ms comes from the analytic meter");
   check(r.cost_ms.max_ms() > 0.0 &&
             r.cost_ms.max_ms() ==
@@ -228,7 +228,7 @@ int main() {
     const auto j = mine{{}, {}, rule{{}, {}, pin_table{.table = 2, .device = 1}}, {}}(from_json, 0);
     check_priced(j, from_json, "mine (task from JSON)");
     check(honours(j.placement, pin_table{.table = 2, .device = 1}), "country stays on device 1");
-    const std::string written = embplan::io::to_json(j.placement, from_json).dump();
+    const std::string written = embplan::io::to_json(from_json, j.placement).dump();
     const embplan::plan read_back =
         embplan::io::plan_from_json(embplan::io::parse_json(written), from_json);
     check(read_back == j.placement, "the plan reads back as written");
