@@ -1,4 +1,4 @@
-// Sorted greedy (search/greedy.hpp) on MetaSyn-like tables: 100 / 1,000 /
+// Sorted greedy (search/sorted_greedy.hpp) on MetaSyn-like tables: 100 / 1,000 /
 // 10,000 tables over 8 / 128 / 1,024 devices, with the lookup heuristic and
 // with the analytic model. Goal: 10,000 tables on 1,024 devices in < 50 ms.
 // Tables: bench/common/bench_task.hpp (the synthetic pool, memory never refuses).
@@ -13,7 +13,7 @@
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/heuristic.hpp"
 #include "embplan/reward/balance.hpp"
-#include "embplan/search/greedy.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 #include "common/bench_task.hpp"
 

@@ -34,10 +34,10 @@
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/rowwise/split.hpp"
 #include "embplan/search/column_beam.hpp"
-#include "embplan/search/greedy.hpp"
 #include "embplan/search/local_search.hpp"
-#include "embplan/search/random.hpp"
+#include "embplan/search/random_placement.hpp"
 #include "embplan/search/random_search.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
 
 namespace embplan {

@@ -3,7 +3,7 @@
 #include "embplan/cost/heuristic.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/reward/balance.hpp"
-#include "embplan/search/greedy.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 int main() {
   const embplan::planner<embplan::lookup_cost, embplan::sorted_greedy, embplan::balance_reward,

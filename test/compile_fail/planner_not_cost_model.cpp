@@ -4,7 +4,7 @@
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/reward/balance.hpp"
-#include "embplan/search/greedy.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 int main() {
   const embplan::planner<int, embplan::sorted_greedy, embplan::default_constraint,

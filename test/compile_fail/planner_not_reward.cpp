@@ -3,7 +3,7 @@
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/cost/heuristic.hpp"
 #include "embplan/planner.hpp"
-#include "embplan/search/greedy.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 int main() {
   const embplan::planner<embplan::lookup_cost, embplan::sorted_greedy, embplan::default_constraint,

@@ -8,15 +8,15 @@
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/constraint/dim_multiple.hpp"
 #include "embplan/constraint/max_device_dim.hpp"
-#include "embplan/constraint/memory.hpp"
+#include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/heuristic.hpp"
 #include "embplan/reward/memory_penalty.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
-#include "embplan/search/greedy.hpp"
 #include "embplan/search/lower_bound.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 #include "support/random_task.hpp"
 

@@ -14,8 +14,8 @@
 #include "embplan/presets.hpp"
 #include "embplan/reward/balance.hpp"
 #include "embplan/run_preset.hpp"
-#include "embplan/search/greedy.hpp"
-#include "embplan/search/random.hpp"
+#include "embplan/search/random_placement.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 #include "support/random_task.hpp"
 

@@ -12,7 +12,7 @@
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
-#include "embplan/search/greedy.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 #include "support/random_task.hpp"
 

@@ -7,13 +7,13 @@
 #include <initializer_list>
 #include <string>
 
-#include "embplan/constraint/memory.hpp"
+#include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/cost/heuristic.hpp"
 #include "embplan/reward/balance.hpp"
-#include "embplan/search/greedy.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 namespace {
 

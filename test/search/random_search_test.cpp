@@ -13,7 +13,7 @@
 #include "embplan/cost/heuristic.hpp"
 #include "embplan/reward/balance.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
-#include "embplan/search/random.hpp"
+#include "embplan/search/random_placement.hpp"
 
 namespace {
 

@@ -14,7 +14,7 @@
 
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/constraint/dim_multiple.hpp"
-#include "embplan/constraint/memory.hpp"
+#include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 

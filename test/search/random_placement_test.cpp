@@ -1,4 +1,4 @@
-#include "embplan/search/random.hpp"
+#include "embplan/search/random_placement.hpp"
 
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "embplan/constraint/all_of.hpp"
-#include "embplan/constraint/memory.hpp"
+#include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/reward/neg_max_cost.hpp"

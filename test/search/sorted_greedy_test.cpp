@@ -1,4 +1,4 @@
-#include "embplan/search/greedy.hpp"
+#include "embplan/search/sorted_greedy.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "embplan/constraint/all_of.hpp"
-#include "embplan/constraint/memory.hpp"
+#include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/heuristic.hpp"

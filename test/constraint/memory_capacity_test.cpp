@@ -1,4 +1,4 @@
-#include "embplan/constraint/memory.hpp"
+#include "embplan/constraint/memory_capacity.hpp"
 
 #include <doctest/doctest.h>
 
