@@ -32,6 +32,7 @@
 #include "embplan/nn/activation.hpp"
 #include "embplan/nn/adam.hpp"
 #include "embplan/nn/clip.hpp"
+#include "embplan/nn/comm_cost_net.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/dreamshard_cost_net.hpp"
 #include "embplan/nn/init.hpp"

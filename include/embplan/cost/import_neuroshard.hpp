@@ -39,8 +39,8 @@
 #include "embplan/cost/neural.hpp"
 #include "embplan/cost/neural_comm.hpp"
 #include "embplan/io/safetensors.hpp"
+#include "embplan/nn/comm_cost_net.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
-#include "embplan/nn/paper_models.hpp"
 #include "embplan/nn/serialize.hpp"
 
 namespace embplan::cost {

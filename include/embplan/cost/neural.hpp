@@ -156,6 +156,9 @@ class neural_cost {
     return compute(t, std::span<const shard>(&s, 1), s.device).total_ms();
   }
 
+  // A template so that only a TU pricing with it instantiates neural_comm's
+  // networks (nn/tensor.hpp).
+  template <class = void>
   void communication(const task& t, std::span<const std::int64_t> dim_sum,
                      std::span<const double> start_ms, std::span<comm_cost> out) const {
     std::visit([&](const auto& c) { c.communication(t, dim_sum, start_ms, out); }, comm_);

@@ -38,7 +38,7 @@
 #include "embplan/core/task.hpp"
 #include "embplan/cost/detail/metadata.hpp"
 #include "embplan/io/safetensors.hpp"
-#include "embplan/nn/paper_models.hpp"
+#include "embplan/nn/comm_cost_net.hpp"
 #include "embplan/nn/serialize.hpp"
 
 namespace embplan {
@@ -99,7 +99,9 @@ class neural_comm {
   const nn::comm_cost_net& backward_network() const { return require().backward; }
 
   // Per-device forward / backward all-to-all ms (the CostModel contract's
-  // communication, concepts/cost_model.hpp).
+  // communication, concepts/cost_model.hpp). A template so that only a TU
+  // pricing with it instantiates the networks' Eigen code (nn/tensor.hpp).
+  template <class = void>
   void communication(const task& t, std::span<const std::int64_t> dim_sum,
                      std::span<const double> start_ms, std::span<comm_cost> out) const {
     const state& s = require();

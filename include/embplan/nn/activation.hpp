@@ -1,5 +1,7 @@
 #pragma once
 // ReLU (F.relu) and its gradient, in place on a batch of rows.
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -7,13 +9,15 @@
 
 namespace embplan::nn {
 
-inline void relu_inplace(matrix& y) {
+template <class = void>
+void relu_inplace(matrix& y) {
   y = y.cwiseMax(0.0f);
 }
 
 // Given y = relu(x) and dy, turns dy into dx: the gradient flows where x > 0
 // (PyTorch's threshold_backward on the result; 0 at x == 0).
-inline void relu_backward(const Eigen::Ref<const matrix>& y, matrix& dy) {
+template <class = void>
+void relu_backward(const Eigen::Ref<const matrix>& y, matrix& dy) {
   dy = (y.array() > 0.0f).select(dy, 0.0f);
 }
 

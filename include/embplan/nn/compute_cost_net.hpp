@@ -12,6 +12,8 @@
 // in the PyTorch model), feature_means / feature_stds (NeuroShard saves them
 // beside the state_dict in its checkpoint).
 // The issue-5 cost model wraps this network; here it is only the network.
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -90,6 +92,7 @@ struct compute_cost_net {
 
   // One device: raw features [tables, F] of its tables -> predicted cost.
   // No allocation once the tape has seen the shapes.
+  template <class = void>
   float forward(const Eigen::Ref<const matrix>& features, compute_cost_tape& tape) const {
     check_features(features);
     feature_norm.apply(features, tape.x);
@@ -98,6 +101,7 @@ struct compute_cost_net {
     return cost_from_latents(tape.table.output(), tape);
   }
 
+  template <class = void>
   float operator()(const Eigen::Ref<const matrix>& features) const {
     compute_cost_tape tape;
     return forward(features, tape);
@@ -106,6 +110,7 @@ struct compute_cost_net {
   // Many devices in one call: raw features [N, F] of all their tables,
   // group[n] the device of row n, `devices` devices (a device without tables
   // gets the cost of an empty sum). Result: tape.output() [devices, 1].
+  template <class = void>
   void forward(const Eigen::Ref<const matrix>& features, std::span<const std::int64_t> group,
                Eigen::Index devices, compute_cost_tape& tape) const {
     check_features(features);
@@ -119,6 +124,7 @@ struct compute_cost_net {
   // The table MLP alone: latents [tables, 32] of raw features. A table's
   // latent does not depend on its device, so a planner can compute it once
   // per table and price each device from latents (cost_from_latents).
+  template <class = void>
   void table_latents(const Eigen::Ref<const matrix>& features, matrix& latents,
                      compute_cost_tape& tape) const {
     check_features(features);
@@ -129,6 +135,7 @@ struct compute_cost_net {
 
   // One device priced from the latents of its tables [tables, 32]: the sum
   // (in row order, as index_add_) and the cost MLP.
+  template <class = void>
   float cost_from_latents(const Eigen::Ref<const matrix>& latents, compute_cost_tape& tape) const {
     detail::require_cols(latents, latent_size(), "compute_cost_net.latents",
                          "out_features of t_hidden");
@@ -141,6 +148,7 @@ struct compute_cost_net {
 
   // Given dL/d output [devices, 1] of the last forward on tape, accumulates the
   // parameter gradients into grad.
+  template <class = void>
   void backward(compute_cost_tape& tape, const Eigen::Ref<const matrix>& dout,
                 compute_cost_net& grad) const {
     c_hidden.backward(tape.device, tape.head, dout, grad.c_hidden, &tape.ddevice);
@@ -203,10 +211,11 @@ static_assert(model_with_buffers<compute_cost_net>);
 // features of a table pool; samples[i] the pool rows of sample i's tables
 // (NeuroShard's X); costs_ms[i] its measured cost (y); batch: the samples to
 // take (a minibatches entry).
-inline void gather_batch(const Eigen::Ref<const matrix>& pool_features,
-                         std::span<const std::vector<std::int64_t>> samples,
-                         std::span<const float> costs_ms, std::span<const std::size_t> batch,
-                         compute_cost_batch& out) {
+template <class = void>
+void gather_batch(const Eigen::Ref<const matrix>& pool_features,
+                  std::span<const std::vector<std::int64_t>> samples,
+                  std::span<const float> costs_ms, std::span<const std::size_t> batch,
+                  compute_cost_batch& out) {
   if (costs_ms.size() != samples.size()) {
     embplan::detail::fail("gather_batch.costs_ms.size", costs_ms.size(),
                           "one cost per sample (" + std::to_string(samples.size()) + ")");
@@ -244,8 +253,9 @@ inline void gather_batch(const Eigen::Ref<const matrix>& pool_features,
 // zero the gradient, forward, MSE against the measured costs, backward, Adam.
 // Returns the batch loss before the step. Refuses non-finite features or
 // targets (field 'compute_cost_batch.features[r, c]').
-inline double train_step(compute_cost_net& net, const compute_cost_batch& batch, adam& optimizer,
-                         compute_cost_net& grad, compute_cost_tape& tape) {
+template <class = void>
+double train_step(compute_cost_net& net, const compute_cost_batch& batch, adam& optimizer,
+                  compute_cost_net& grad, compute_cost_tape& tape) {
   detail::require_finite(batch.features, "compute_cost_batch.features");
   detail::require_finite(batch.targets, "compute_cost_batch.targets");
   detail::require_cols(batch.targets, 1, "compute_cost_batch.targets", "one cost per device");

@@ -13,6 +13,8 @@
 //
 // Training (DreamShard App. B.4.1, Eq. 1): MSE of each head against the
 // measured costs, the four MSEs summed, Adam.
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 #include <Eigen/Core>
 
 #include <cstdint>
@@ -99,10 +101,11 @@ inline dreamshard_model make_dreamshard_model(Eigen::Index table_features, Eigen
 // row r (devices = placement_of.size()), placement_of[d] the placement of
 // device d (`placements` of them). Results: tape.device_costs [devices, 3]
 // and tape.out[3] [placements, 1].
-inline void dreamshard_cost_forward(const dreamshard_model& m, const Eigen::Ref<const matrix>& x,
-                                    std::span<const std::int64_t> group,
-                                    std::span<const std::int64_t> placement_of,
-                                    Eigen::Index placements, dreamshard_cost_tape& tape) {
+template <class = void>
+void dreamshard_cost_forward(const dreamshard_model& m, const Eigen::Ref<const matrix>& x,
+                             std::span<const std::int64_t> group,
+                             std::span<const std::int64_t> placement_of, Eigen::Index placements,
+                             dreamshard_cost_tape& tape) {
   detail::require_cols(x, m.table_fc_0.in_features(), "dreamshard_cost.features",
                        "the model's table feature count");
   if (placements < 1) {
@@ -131,11 +134,11 @@ inline void dreamshard_cost_forward(const dreamshard_model& m, const Eigen::Ref<
 // Given dL/d device_costs [devices, 3] and dL/d overall [placements, 1] of the
 // last forward on tape, accumulates the cost branch's gradients into grad
 // (the RL branch's stay untouched).
-inline void dreamshard_cost_backward(const dreamshard_model& m, const Eigen::Ref<const matrix>& x,
-                                     dreamshard_cost_tape& tape,
-                                     const Eigen::Ref<const matrix>& ddevice_costs,
-                                     const Eigen::Ref<const matrix>& doverall,
-                                     dreamshard_model& grad) {
+template <class = void>
+void dreamshard_cost_backward(const dreamshard_model& m, const Eigen::Ref<const matrix>& x,
+                              dreamshard_cost_tape& tape,
+                              const Eigen::Ref<const matrix>& ddevice_costs,
+                              const Eigen::Ref<const matrix>& doverall, dreamshard_model& grad) {
   const Eigen::Index devices = tape.device.rows();
   detail::require_shape(ddevice_costs, devices, 3, "dreamshard_cost.device_costs_grad",
                         "[devices, 3]");
@@ -167,8 +170,9 @@ inline void dreamshard_cost_backward(const dreamshard_model& m, const Eigen::Ref
 
 // The training loss: the sum of the four heads' MSEs. Writes its gradients
 // w.r.t. device_costs and the overall output when asked.
-inline double dreamshard_cost_loss(const dreamshard_cost_tape& tape, const dreamshard_cost_batch& b,
-                                   matrix* ddevice_costs, matrix* doverall) {
+template <class = void>
+double dreamshard_cost_loss(const dreamshard_cost_tape& tape, const dreamshard_cost_batch& b,
+                            matrix* ddevice_costs, matrix* doverall) {
   detail::require_shape(b.device_targets, tape.device_costs.rows(), 3,
                         "dreamshard_cost_batch.device_targets", "[devices, 3]");
   detail::require_shape(b.overall_targets, tape.out[3].rows(), 1,
@@ -191,9 +195,10 @@ inline double dreamshard_cost_loss(const dreamshard_cost_tape& tape, const dream
 
 // One optimisation step on a batch: zero the gradient, forward, the summed
 // MSE, backward, Adam. Returns the loss before the step.
-inline double dreamshard_cost_train_step(dreamshard_model& m, const dreamshard_cost_batch& b,
-                                         adam& optimizer, dreamshard_model& grad,
-                                         dreamshard_cost_tape& tape) {
+template <class = void>
+double dreamshard_cost_train_step(dreamshard_model& m, const dreamshard_cost_batch& b,
+                                  adam& optimizer, dreamshard_model& grad,
+                                  dreamshard_cost_tape& tape) {
   detail::require_finite(b.features, "dreamshard_cost_batch.features");
   set_zero(grad);
   dreamshard_cost_forward(m, b.features, b.group, b.placement_of, b.overall_targets.rows(), tape);

@@ -3,6 +3,8 @@
 // tensor.hpp). Backward accumulates into a gradient of the same type, as
 // PyTorch accumulates into .grad, so a layer shared by several calls (a
 // per-table MLP) sums its gradients.
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -43,6 +45,7 @@ struct linear {
   Eigen::Index out_features() const noexcept { return weight.rows(); }
 
   // y = x W^T + b; y is resized (no allocation when its size is unchanged).
+  template <class = void>
   void forward(const Eigen::Ref<const matrix>& x, matrix& y) const {
     detail::require_cols(x, in_features(), "linear.input", "in_features of the layer");
     y.resize(x.rows(), out_features());
@@ -50,6 +53,7 @@ struct linear {
     y.rowwise() += bias.row(0);
   }
 
+  template <class = void>
   matrix operator()(const Eigen::Ref<const matrix>& x) const {
     matrix y;
     forward(x, y);
@@ -58,6 +62,7 @@ struct linear {
 
   // Given the forward input x and dy = dL/dy: grad.weight += dy^T x,
   // grad.bias += column sums of dy, and *dx = dy W when dx is given.
+  template <class = void>
   void backward(const Eigen::Ref<const matrix>& x, const Eigen::Ref<const matrix>& dy, linear& grad,
                 matrix* dx) const {
     detail::require_cols(x, in_features(), "linear.input", "in_features of the layer");

@@ -7,6 +7,8 @@
 // - the policy-gradient loss  -mean(log pi(a|s) * advantage) - c * mean(entropy)
 //   over a batch of decisions (REINFORCE with a baseline / actor-critic, as in
 //   DreamShard §3.3 and AutoShard §4.3), gradient taken w.r.t. the logits.
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -24,8 +26,9 @@ namespace embplan::nn {
 
 // mean((prediction - target)^2); *dprediction = 2 (prediction - target) / n.
 // A non-finite target is refused (field 'mse_loss.target[r, c]').
-inline double mse_loss(const Eigen::Ref<const matrix>& prediction,
-                       const Eigen::Ref<const matrix>& target, matrix* dprediction) {
+template <class = void>
+double mse_loss(const Eigen::Ref<const matrix>& prediction, const Eigen::Ref<const matrix>& target,
+                matrix* dprediction) {
   detail::require_shape(target, prediction.rows(), prediction.cols(), "mse_loss.target",
                         "the prediction's shape");
   if (prediction.size() == 0)
@@ -50,11 +53,12 @@ struct policy_gradient_loss_value {
 // taken in row n, must be legal; advantages[n] finite. *dlogits receives
 // dloss/dlogits (0 on illegal actions):
 //   -(adv_n / N) (1[k = a_n] - p_k) + (c / N) p_k (log p_k + H_n).
-inline policy_gradient_loss_value policy_gradient_loss(const Eigen::Ref<const matrix>& logits,
-                                                       const mask* legal,
-                                                       std::span<const std::int64_t> actions,
-                                                       std::span<const float> advantages,
-                                                       float entropy_coef, matrix* dlogits) {
+template <class = void>
+policy_gradient_loss_value policy_gradient_loss(const Eigen::Ref<const matrix>& logits,
+                                                const mask* legal,
+                                                std::span<const std::int64_t> actions,
+                                                std::span<const float> advantages,
+                                                float entropy_coef, matrix* dlogits) {
   const Eigen::Index n = logits.rows();
   const Eigen::Index a_count = logits.cols();
   if (n == 0) embplan::detail::fail("policy_gradient_loss.logits.rows", 0, "at least one row");

@@ -13,6 +13,8 @@
 // through time over every step (backward()).
 // A sequence is one matrix [T * batch, features], time-major: row t * batch + b
 // is step t of sequence b — the memory layout of PyTorch's [T, batch, features].
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -61,6 +63,7 @@ struct lstm_tape {
   const matrix& output() const { return h.back(); }
 
   // (h, c) after the last step (PyTorch's (h_n, c_n)).
+  template <class = void>
   lstm_state final_state() const {
     lstm_state s;
     for (std::size_t k = 0; k < h.size(); ++k) {
@@ -80,8 +83,9 @@ namespace detail {
 
 // gates: [batch, 4H] pre-activations in, activations (i, f, g, o) out;
 // then c = f * c_prev + i * g and h = o * tanh(c). c may alias c_prev.
-inline void lstm_cell(Eigen::Ref<matrix> gates, const Eigen::Ref<const matrix>& c_prev,
-                      Eigen::Ref<matrix> c, Eigen::Ref<matrix> h) {
+template <class = void>
+void lstm_cell(Eigen::Ref<matrix> gates, const Eigen::Ref<const matrix>& c_prev,
+               Eigen::Ref<matrix> c, Eigen::Ref<matrix> h) {
   const Eigen::Index hidden = c.cols();
   auto if_gates = gates.leftCols(2 * hidden).array();
   if_gates = ((-if_gates).exp() + 1.0f).inverse();
@@ -145,6 +149,7 @@ struct lstm {
 
   // One time step: x [batch, input_size]; state advances in place and the top
   // layer's output is state.h.back().
+  template <class = void>
   void step(const Eigen::Ref<const matrix>& x, lstm_state& state, lstm_workspace& ws) const {
     require_layers();
     embplan::nn::detail::require_cols(x, input_size(), "lstm.input", "input_size");
@@ -167,6 +172,7 @@ struct lstm {
 
   // A sequence x [T * batch, input_size] from `initial` (zeros when null); the
   // outputs are tape.output() and tape.final_state().
+  template <class = void>
   void forward(const Eigen::Ref<const matrix>& x, Eigen::Index batch, const lstm_state* initial,
                lstm_tape& tape) const {
     require_layers();
@@ -231,6 +237,7 @@ struct lstm {
   // x: the forward input; dy [T * batch, H]: dL/d output; dfinal: dL/d (h_n,
   // c_n) or null (zero). Accumulates parameter gradients into grad; writes dL/dx
   // into *dx and dL/d initial state into *dinitial when given.
+  template <class = void>
   void backward(const Eigen::Ref<const matrix>& x, lstm_tape& tape,
                 const Eigen::Ref<const matrix>& dy, const lstm_state* dfinal, lstm& grad,
                 matrix* dx, lstm_state* dinitial) const {

@@ -9,6 +9,8 @@
 //   sequential   nn.Sequential(Linear, ReLU, Linear, ...): "0.weight", "2.weight" (stride 2)
 //   module_list  nn.ModuleList([Linear, ...]): "t_hidden.0.weight", "t_hidden.1.weight"
 //   numbered     attributes name_0, name_1: "table_fc_0.weight", "table_fc_1.weight"
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -72,6 +74,7 @@ struct mlp {
   }
 
   // Runs x [batch, in] through the layers; the result is tape.output().
+  template <class = void>
   void forward(const Eigen::Ref<const matrix>& x, mlp_tape& tape) const {
     if (layers.empty()) embplan::detail::fail("mlp.layers", 0, "at least one layer");
     detail::require_cols(x, in_features(), "mlp.input", "in_features of the first layer");
@@ -86,6 +89,7 @@ struct mlp {
     }
   }
 
+  template <class = void>
   matrix operator()(const Eigen::Ref<const matrix>& x) const {
     mlp_tape tape;
     forward(x, tape);
@@ -95,6 +99,7 @@ struct mlp {
   // Given the input x of the forward call that filled tape and dy = dL/dy,
   // accumulates the parameter gradients into grad and writes dL/dx into *dx
   // when dx is given.
+  template <class = void>
   void backward(const Eigen::Ref<const matrix>& x, mlp_tape& tape,
                 const Eigen::Ref<const matrix>& dy, mlp& grad, matrix* dx) const {
     if (tape.outputs.size() != layers.size() || grad.layers.size() != layers.size()) {

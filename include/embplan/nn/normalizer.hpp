@@ -6,6 +6,8 @@
 // (neuroshard/compute_cost_model.py); those are the names used here.
 // A std of exactly 0 is treated as 1 (a constant feature passes through
 // centred instead of dividing by zero).
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -34,6 +36,7 @@ struct normalizer {
   // Statistics of the rows of x as NeuroShard computes them: the mean, and the
   // unbiased standard deviation (torch.std's default) plus epsilon. A single
   // row has std 0 (+ epsilon).
+  template <class = void>
   static normalizer fit(const Eigen::Ref<const matrix>& x, float epsilon = 1e-6f) {
     detail::require_positive(x.rows(), "normalizer.fit.rows");
     detail::require_positive(x.cols(), "normalizer.fit.cols");
@@ -55,6 +58,7 @@ struct normalizer {
   Eigen::Index features() const noexcept { return mean.cols(); }
 
   // out = (x - mean) / std, row by row.
+  template <class = void>
   void apply(const Eigen::Ref<const matrix>& x, matrix& out) const {
     detail::require_cols(x, features(), "normalizer.input", "the normalizer's feature count");
     out.resize(x.rows(), x.cols());
@@ -64,6 +68,7 @@ struct normalizer {
     }
   }
 
+  template <class = void>
   matrix operator()(const Eigen::Ref<const matrix>& x) const {
     matrix out;
     apply(x, out);

@@ -2,8 +2,7 @@
 // The papers' networks under their PyTorch state_dict names, so checkpoints
 // exported from the authors' models (tools/export_state_dict.py) load with
 // nn::load_state_dict:
-//  - comm_cost_net: NeuroShard's CommCostNet (App. C: MLP 128-64-32-16, one
-//    output per device; `hidden.{k}`), with a feature normaliser; forward here.
+//  - comm_cost_net: NeuroShard's CommCostNet (comm_cost_net.hpp, included here).
 //  - dreamshard_model: DreamShard's Model (§3.2, App. B): table MLPs for the
 //    cost and RL branches, forward / communication / backward / overall heads,
 //    cost-feature MLP, policy and value layers (`table_fc_0`, ...).
@@ -14,17 +13,14 @@
 // The forward passes of the two RL networks belong with the placement MDP
 // (rl/); here they are layouts that load, save and count their parameters.
 
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "embplan/core/random.hpp"
+#include "embplan/nn/comm_cost_net.hpp"
 #include "embplan/nn/linear.hpp"
 #include "embplan/nn/lstm.hpp"
-#include "embplan/nn/mlp.hpp"
 #include "embplan/nn/module.hpp"
-#include "embplan/nn/normalizer.hpp"
 #include "embplan/nn/tensor.hpp"
 
 namespace embplan::nn {
@@ -39,54 +35,6 @@ void append(List& out, Layer& layer, std::string_view prefix, std::string_view n
 }
 
 }  // namespace detail
-
-// ------------------------------------------------------------ NeuroShard comm
-struct comm_cost_net_options {
-  Eigen::Index features = 0;  // forward: 2 x devices (dim sums, start skews); backward: devices
-  std::vector<Eigen::Index> hidden{128, 64, 32, 16};
-  Eigen::Index outputs = 0;  // devices
-};
-
-struct comm_cost_net {
-  normalizer feature_norm;  // feature_means, feature_stds
-  mlp hidden;               // features -> 128 -> 64 -> 32 -> 16 -> outputs, ReLU between
-
-  comm_cost_net() = default;
-  explicit comm_cost_net(const comm_cost_net_options& o)
-      : feature_norm(o.features), hidden(options(o)) {}
-  comm_cost_net(const comm_cost_net_options& o, std::uint64_t seed) : feature_norm(o.features) {
-    rng gen(seed);
-    hidden = mlp(options(o), gen);
-  }
-
-  // x [batch, features] (raw) -> [batch, outputs] per-device costs.
-  matrix operator()(const Eigen::Ref<const matrix>& x) const { return hidden(feature_norm(x)); }
-
-  parameter_list named_parameters(std::string_view prefix = {}) {
-    return hidden.named_parameters(embplan::detail::path(prefix, "hidden"));
-  }
-  const_parameter_list named_parameters(std::string_view prefix = {}) const {
-    return hidden.named_parameters(embplan::detail::path(prefix, "hidden"));
-  }
-  parameter_list named_buffers(std::string_view prefix = {}) {
-    return feature_norm.named_buffers(prefix);
-  }
-  const_parameter_list named_buffers(std::string_view prefix = {}) const {
-    return feature_norm.named_buffers(prefix);
-  }
-
- private:
-  static mlp_options options(const comm_cost_net_options& o) {
-    mlp_options m;
-    m.sizes.push_back(o.features);
-    for (auto h : o.hidden)
-      m.sizes.push_back(h);
-    m.sizes.push_back(o.outputs);
-    m.naming = mlp_naming::module_list;
-    return m;
-  }
-};
-static_assert(model_with_buffers<comm_cost_net>);
 
 // ------------------------------------------------------------ DreamShard
 struct dreamshard_model {

@@ -11,6 +11,8 @@
 // what PyTorch's scatter_reduce(include_self=False) onto zeros gives), and
 // its gradient is 0. The gradient of max goes to the row holding the maximum;
 // on ties, to the first such row (lowest row index).
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -80,9 +82,10 @@ inline void require_groups(Eigen::Index rows, std::span<const std::int64_t> grou
 // out [groups, F] = reduction of the rows of each group. For max, *argmax (when
 // given) receives, per output entry (g, f) in row-major order, the row that
 // holds the maximum, or -1 for an empty group: what set_reduce_backward needs.
-inline void set_reduce(reduction op, const Eigen::Ref<const matrix>& rows,
-                       std::span<const std::int64_t> group, Eigen::Index groups, matrix& out,
-                       std::vector<Eigen::Index>* argmax = nullptr) {
+template <class = void>
+void set_reduce(reduction op, const Eigen::Ref<const matrix>& rows,
+                std::span<const std::int64_t> group, Eigen::Index groups, matrix& out,
+                std::vector<Eigen::Index>* argmax = nullptr) {
   detail::require_groups(rows.rows(), group, groups);
   const Eigen::Index features = rows.cols();
   out.setZero(groups, features);
@@ -117,9 +120,10 @@ inline void set_reduce(reduction op, const Eigen::Ref<const matrix>& rows,
 
 // Given dout = dL/dout [groups, F], writes drows = dL/drows [N, F] (N =
 // group.size()). For max, argmax is what set_reduce wrote.
-inline void set_reduce_backward(reduction op, const Eigen::Ref<const matrix>& dout,
-                                std::span<const std::int64_t> group,
-                                std::span<const Eigen::Index> argmax, matrix& drows) {
+template <class = void>
+void set_reduce_backward(reduction op, const Eigen::Ref<const matrix>& dout,
+                         std::span<const std::int64_t> group, std::span<const Eigen::Index> argmax,
+                         matrix& drows) {
   const auto n = static_cast<Eigen::Index>(group.size());
   const Eigen::Index groups = dout.rows();
   const Eigen::Index features = dout.cols();

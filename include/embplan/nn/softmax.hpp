@@ -5,6 +5,8 @@
 // An illegal action gets probability exactly 0 and log-probability -inf, and no
 // gradient. A row without any legal action has no distribution: embplan::error
 // naming the row.
+//
+// `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 
 #include <Eigen/Core>
 
@@ -20,8 +22,9 @@ namespace embplan::nn {
 
 namespace detail {
 
-inline void require_mask(const Eigen::Ref<const matrix>& logits, const mask& legal,
-                         std::string_view field) {
+template <class = void>
+void require_mask(const Eigen::Ref<const matrix>& logits, const mask& legal,
+                  std::string_view field) {
   require_shape(legal, logits.rows(), logits.cols(), field, "the logits' shape");
   for (Eigen::Index r = 0; r < legal.rows(); ++r) {
     if (!legal.row(r).any()) {
@@ -32,8 +35,9 @@ inline void require_mask(const Eigen::Ref<const matrix>& logits, const mask& leg
 }
 
 // For row r: its max over legal entries and log of the sum of exp(x - max).
-inline void softmax_row(const Eigen::Ref<const matrix>& logits, const mask* legal, Eigen::Index r,
-                        float& row_max, float& log_sum) {
+template <class = void>
+void softmax_row(const Eigen::Ref<const matrix>& logits, const mask* legal, Eigen::Index r,
+                 float& row_max, float& log_sum) {
   const auto x = logits.row(r);
   const float lowest = -std::numeric_limits<float>::infinity();
   if (legal == nullptr) {
@@ -49,8 +53,8 @@ inline void softmax_row(const Eigen::Ref<const matrix>& logits, const mask* lega
 }  // namespace detail
 
 // log pi(a|s) for every row; illegal entries -inf. legal == nullptr: all legal.
-inline void log_softmax(const Eigen::Ref<const matrix>& logits, const mask* legal,
-                        matrix& log_probs) {
+template <class = void>
+void log_softmax(const Eigen::Ref<const matrix>& logits, const mask* legal, matrix& log_probs) {
   if (logits.cols() == 0) embplan::detail::fail("softmax.logits.cols", 0, "at least one action");
   if (legal != nullptr) detail::require_mask(logits, *legal, "softmax.mask");
   log_probs.resize(logits.rows(), logits.cols());
@@ -66,7 +70,8 @@ inline void log_softmax(const Eigen::Ref<const matrix>& logits, const mask* lega
 }
 
 // pi(a|s) for every row; illegal entries exactly 0.
-inline void softmax(const Eigen::Ref<const matrix>& logits, const mask* legal, matrix& probs) {
+template <class = void>
+void softmax(const Eigen::Ref<const matrix>& logits, const mask* legal, matrix& probs) {
   if (logits.cols() == 0) embplan::detail::fail("softmax.logits.cols", 0, "at least one action");
   if (legal != nullptr) detail::require_mask(logits, *legal, "softmax.mask");
   probs.resize(logits.rows(), logits.cols());
@@ -83,8 +88,9 @@ inline void softmax(const Eigen::Ref<const matrix>& logits, const mask* legal, m
 
 // Given p = softmax(z) and dL/dp: dL/dz = p * (dL/dp - sum(p * dL/dp)); zero
 // where p is an illegal 0.
-inline void softmax_backward(const Eigen::Ref<const matrix>& probs,
-                             const Eigen::Ref<const matrix>& dprobs, matrix& dlogits) {
+template <class = void>
+void softmax_backward(const Eigen::Ref<const matrix>& probs, const Eigen::Ref<const matrix>& dprobs,
+                      matrix& dlogits) {
   detail::require_shape(dprobs, probs.rows(), probs.cols(), "softmax.output_grad",
                         "the probabilities' shape");
   dlogits.resize(probs.rows(), probs.cols());
@@ -96,8 +102,9 @@ inline void softmax_backward(const Eigen::Ref<const matrix>& probs,
 
 // Given log p = log_softmax(z) and dL/dlog p: dL/dz = g - p * sum(g) over the
 // legal entries (those with log p > -inf); zero on illegal ones.
-inline void log_softmax_backward(const Eigen::Ref<const matrix>& log_probs,
-                                 const Eigen::Ref<const matrix>& dlog_probs, matrix& dlogits) {
+template <class = void>
+void log_softmax_backward(const Eigen::Ref<const matrix>& log_probs,
+                          const Eigen::Ref<const matrix>& dlog_probs, matrix& dlogits) {
   detail::require_shape(dlog_probs, log_probs.rows(), log_probs.cols(), "log_softmax.output_grad",
                         "the log-probabilities' shape");
   dlogits.resize(log_probs.rows(), log_probs.cols());

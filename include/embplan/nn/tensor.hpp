@@ -12,6 +12,12 @@
 //   order (module.hpp).
 // - Sizes and positions are Eigen::Index (no alias named `index`: it would
 //   clash with POSIX ::index under `using namespace`).
+// - Functions whose bodies compute with Eigen (forward, backward, losses,
+//   training steps) are templates on an unused parameter, `template <class =
+//   void>`, called as usual: GCC instantiates every Eigen expression in a
+//   non-template inline function whether or not the program calls it, which
+//   made a TU including embplan.hpp spend seconds on training code it never
+//   ran; a template is instantiated only where it is called.
 
 #include <Eigen/Core>
 
