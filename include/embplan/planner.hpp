@@ -37,8 +37,9 @@
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/evaluate.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 // What a planner returns: the searcher's result (placement, ok, failure,
 // evaluations, cache use), the plan priced in milliseconds by a named meter,
@@ -216,4 +217,4 @@ class planner {
   Meter meter_{};
 };
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

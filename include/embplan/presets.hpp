@@ -39,8 +39,9 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 using random_planner =
     planner<analytic_cost, random_placement, default_constraint, neg_max_cost_reward>;
@@ -71,4 +72,4 @@ using rowwise_planner_of =
             typename Planner::constraint_type, typename Planner::reward_type>;
 using rowwise_lookup_greedy_planner = rowwise_planner_of<lookup_greedy_planner>;
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

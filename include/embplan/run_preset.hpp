@@ -18,8 +18,9 @@
 #include "embplan/cost/analytic.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/presets.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 namespace presets::detail {
 
@@ -88,4 +89,4 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
   detail::fail("planner", name, "one of " + pd::joined_names());
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

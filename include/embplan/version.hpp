@@ -8,3 +8,12 @@
 #define EMBPLAN_VERSION_PATCH 0
 #define EMBPLAN_VERSION \
   (EMBPLAN_VERSION_MAJOR * 10000 + EMBPLAN_VERSION_MINOR * 100 + EMBPLAN_VERSION_PATCH)
+
+// The ABI namespace. Every declaration of the library lives in the inline
+// namespace embplan::EMBPLAN_ABI (v0_1 for 0.1.x), so users still write
+// embplan::task, while two builds against versions with different layouts do
+// not link into one program by accident (as fmt's v11 and libc++'s __1).
+// While the major version is 0, each minor version names a new one.
+#define EMBPLAN_ABI_NAME_(major, minor) v##major##_##minor
+#define EMBPLAN_ABI_NAME(major, minor) EMBPLAN_ABI_NAME_(major, minor)
+#define EMBPLAN_ABI EMBPLAN_ABI_NAME(EMBPLAN_VERSION_MAJOR, EMBPLAN_VERSION_MINOR)

@@ -1,4 +1,4 @@
-// EXPECT: concept embplan::constraint
+// EXPECT: concept embplan::v[0-9]+_[0-9]+::constraint
 // A constraint without describe() cannot say why a table fits nowhere.
 #include "embplan/concepts/constraint.hpp"
 

@@ -1,4 +1,4 @@
-// EXPECT: concept embplan::cost_model
+// EXPECT: concept embplan::v[0-9]+_[0-9]+::cost_model
 // A cost model without communication() is caught where it is defined.
 #include <cstddef>
 #include <span>

@@ -1,4 +1,4 @@
-// EXPECT: concept embplan::reward
+// EXPECT: concept embplan::v[0-9]+_[0-9]+::reward
 // A reward without score().
 #include <string_view>
 

@@ -1,4 +1,4 @@
-// EXPECT: searcher_for<S, embplan::concepts::detail::cost_model_archetype
+// EXPECT: searcher_for<S, embplan::v[0-9]+_[0-9]+::concepts::detail::cost_model_archetype
 // A searcher without name().
 #include <cstdint>
 

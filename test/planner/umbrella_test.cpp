@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <type_traits>
 
 TEST_CASE("embplan.hpp plans a NeuroShard-protocol task end to end") {
   const auto pool = embplan::data::synthetic_pool({.tables = 200, .seed = 1});
@@ -22,4 +23,20 @@ TEST_CASE("embplan.hpp plans a NeuroShard-protocol task end to end") {
     const auto back = embplan::io::plan_from_json(embplan::io::to_json(t, r.placement), t);
     CHECK(back == r.placement);
   }
+}
+
+// Every name lives in the inline ABI namespace that version.hpp derives from
+// the version, v<major>_<minor>, and is reachable without naming it.
+#define EMBPLAN_TEST_STR_(x) #x
+#define EMBPLAN_TEST_STR(x) EMBPLAN_TEST_STR_(x)
+static_assert(std::is_same_v<embplan::plan_result, embplan::EMBPLAN_ABI::plan_result>);
+static_assert(
+    std::is_same_v<embplan::rowwise::split_oversized<embplan::sorted_greedy>,
+                   embplan::EMBPLAN_ABI::rowwise::split_oversized<embplan::sorted_greedy>>);
+
+TEST_CASE("the ABI namespace is named after the version") {
+  CHECK(std::string(EMBPLAN_TEST_STR(EMBPLAN_ABI)) ==
+        "v" + std::to_string(EMBPLAN_VERSION_MAJOR) + "_" + std::to_string(EMBPLAN_VERSION_MINOR));
+  CHECK(EMBPLAN_VERSION ==
+        EMBPLAN_VERSION_MAJOR * 10000 + EMBPLAN_VERSION_MINOR * 100 + EMBPLAN_VERSION_PATCH);
 }

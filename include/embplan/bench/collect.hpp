@@ -33,8 +33,9 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::bench {
+namespace embplan::inline EMBPLAN_ABI::bench {
 
 // An augmented table (Algorithm 3): pool table `table` at dimension `dim`.
 struct augmented_table {
@@ -314,4 +315,4 @@ inline void truncate_torn_tail(const std::filesystem::path& path) {
   std::filesystem::resize_file(path, keep);
 }
 
-}  // namespace embplan::bench
+}  // namespace embplan::inline EMBPLAN_ABI::bench

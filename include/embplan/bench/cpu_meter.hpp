@@ -39,8 +39,9 @@
 #include "embplan/data/trace.hpp"
 #include "embplan/kernel/embedding_bag.hpp"
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::bench {
+namespace embplan::inline EMBPLAN_ABI::bench {
 
 // What the CPU meter's timer reads: the wall clock (AutoShard's steady clock,
 // the default) or the measuring thread's CPU time (bench/protocol.hpp's
@@ -428,4 +429,4 @@ struct cpu_meter_cost {
 };
 static_assert(cost_model<cpu_meter_cost>);
 
-}  // namespace embplan::bench
+}  // namespace embplan::inline EMBPLAN_ABI::bench

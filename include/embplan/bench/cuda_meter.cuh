@@ -30,8 +30,9 @@
 #include "embplan/data/trace.hpp"
 #include "embplan/kernel/embedding_bag.cuh"
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::bench {
+namespace embplan::inline EMBPLAN_ABI::bench {
 
 // meter_options as the GPU meter's papers measured: B = 65,536 bags per table,
 // shards up to 8 GiB of weights.
@@ -95,4 +96,4 @@ class cuda_shard_meter {
   cuda_l2_flusher flush_;
 };
 
-}  // namespace embplan::bench
+}  // namespace embplan::inline EMBPLAN_ABI::bench

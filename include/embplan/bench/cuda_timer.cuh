@@ -12,8 +12,9 @@
 #include "embplan/bench/protocol.hpp"
 #include "embplan/kernel/detail/cuda_check.cuh"
 #include "embplan/kernel/detail/device_buffer.cuh"
+#include "embplan/version.hpp"
 
-namespace embplan::bench {
+namespace embplan::inline EMBPLAN_ABI::bench {
 
 class cuda_event_timer {
  public:
@@ -91,4 +92,4 @@ class cuda_l2_flusher {
   unsigned char round_ = 0;
 };
 
-}  // namespace embplan::bench
+}  // namespace embplan::inline EMBPLAN_ABI::bench

@@ -24,8 +24,9 @@
 #include <vector>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::bench {
+namespace embplan::inline EMBPLAN_ABI::bench {
 
 template <class T>
 concept timer = requires(T t) {
@@ -221,4 +222,4 @@ measurement measure_referenced(Timer& t, Run&& run, Reference&& reference, Befor
   return trimmed(std::move(samples), o.drop);
 }
 
-}  // namespace embplan::bench
+}  // namespace embplan::inline EMBPLAN_ABI::bench

@@ -9,8 +9,9 @@
 
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 template <class C>
 concept constraint = std::copy_constructible<C> &&
@@ -41,4 +42,4 @@ bool admits_with_bytes(const C& c, const task& t, const placement_state& st, con
   }
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

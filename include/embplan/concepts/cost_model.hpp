@@ -17,8 +17,9 @@
 #include "embplan/core/costs.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 template <class M>
 concept cost_model = std::copy_constructible<M> &&
@@ -58,4 +59,4 @@ inline constexpr std::string_view to_string(cost_unit u) noexcept {
   return u == cost_unit::ms ? "ms" : "heuristic units";
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -7,8 +7,9 @@
 
 #include "embplan/core/costs.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 template <class R>
 concept reward = std::copy_constructible<R> &&
@@ -35,4 +36,4 @@ requires requires {
 }
 inline constexpr bool reward_decreasing_in_max_cost<R> = R::decreasing_in_max_cost;
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

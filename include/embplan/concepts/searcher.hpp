@@ -15,8 +15,9 @@
 #include "embplan/concepts/detail/archetypes.hpp"
 #include "embplan/concepts/reward.hpp"
 #include "embplan/core/plan.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 // What a searcher returns: a plan, or the reason there is none.
 struct search_result {
@@ -60,4 +61,4 @@ concept searcher =
     searcher_for<S, concepts::detail::cost_model_archetype, concepts::detail::constraint_archetype,
                  concepts::detail::reward_archetype>;
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -17,8 +17,9 @@
 #include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 namespace constraint_detail {
 
@@ -101,4 +102,4 @@ using default_constraint = all_of<memory_capacity, dim_multiple>;
 static_assert(bytes_aware_constraint<default_constraint>);
 static_assert(constraint<all_of<>>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

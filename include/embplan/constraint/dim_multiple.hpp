@@ -12,8 +12,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct dim_multiple {
   std::int32_t multiple = 4;
@@ -31,4 +32,4 @@ struct dim_multiple {
 };
 static_assert(constraint<dim_multiple>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -11,8 +11,9 @@
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct max_device_dim {
   std::int64_t max_dim = std::numeric_limits<std::int64_t>::max();  // default: no bound
@@ -25,4 +26,4 @@ struct max_device_dim {
 };
 static_assert(constraint<max_device_dim>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

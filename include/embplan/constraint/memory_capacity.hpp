@@ -10,8 +10,9 @@
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct memory_capacity {
   bool admits(const task& t, const placement_state& st, const shard& s) const {
@@ -30,4 +31,4 @@ struct memory_capacity {
 };
 static_assert(bytes_aware_constraint<memory_capacity>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -7,8 +7,9 @@
 #include <string_view>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 namespace detail {
 // Exact products of two 64-bit sizes (GCC/Clang extension, marked so -Wpedantic stays quiet).
@@ -31,4 +32,4 @@ inline std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, std::string_v
   return out;
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

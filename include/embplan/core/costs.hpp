@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace embplan {
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI {
 
 struct compute_cost {
   double fwd_ms = 0.0;
@@ -67,4 +69,4 @@ struct plan_cost {
   }
 };
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

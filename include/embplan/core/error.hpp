@@ -11,7 +11,9 @@
 #include <string_view>
 #include <type_traits>
 
-namespace embplan {
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI {
 
 class error : public std::runtime_error {
  public:
@@ -75,4 +77,4 @@ inline std::string path(std::string_view parent, std::size_t index) {
 }
 
 }  // namespace detail
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

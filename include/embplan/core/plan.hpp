@@ -12,8 +12,9 @@
 #include "embplan/core/checked.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct shard {
   std::uint32_t table = 0;
@@ -181,4 +182,4 @@ inline void validate(const task& t, const plan& p, plan_check check = {}) {
   }
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -12,8 +12,9 @@
 #include <span>
 
 #include "embplan/core/checked.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 // SplitMix64 (Steele, Lea, Flood 2014): seeds xoshiro and derives stream seeds.
 constexpr std::uint64_t splitmix64(std::uint64_t& state) noexcept {
@@ -130,4 +131,4 @@ class rng {
   std::array<std::uint64_t, 4> s_{};
 };
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -13,8 +13,9 @@
 
 #include "embplan/core/checked.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 inline constexpr std::size_t reuse_bin_count = 17;
 using reuse_histogram = std::array<double, reuse_bin_count>;
@@ -170,4 +171,4 @@ inline void validate(const table_spec& t, std::string_view where = "table") {
   }
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -8,8 +8,9 @@
 
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/topology.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct task {
   std::string name{};
@@ -32,4 +33,4 @@ inline void validate(const task& t, std::string_view where = "task") {
   }
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

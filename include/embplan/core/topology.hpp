@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 inline constexpr std::uint64_t gib = std::uint64_t{1} << 30;
 
@@ -92,4 +93,4 @@ inline void validate(const topology& t, std::string_view where = "topology") {
   }
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -53,8 +53,9 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct analytic_cost_options {
   // Backward = backward_factor x forward. Backward sorts the indices, sums the
@@ -262,4 +263,4 @@ struct analytic_cost {
 };
 static_assert(cost_model<analytic_cost>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -13,8 +13,9 @@
 #include "embplan/core/costs.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 // Shards grouped by device, in plan order within a device.
 inline std::vector<std::vector<shard>> shards_by_device(const task& t, const plan& p) {
@@ -61,4 +62,4 @@ plan_cost evaluate(const task& t, const plan& p, const CostModel& model) {
   return out;
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -20,8 +20,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/table_spec.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::cost {
+namespace embplan::inline EMBPLAN_ABI::cost {
 
 enum class feature_set : std::uint8_t { embplan21, neuroshard20 };
 
@@ -81,4 +82,4 @@ inline void table_features(const table_spec& t, feature_set f, std::span<float> 
   }
 }
 
-}  // namespace embplan::cost
+}  // namespace embplan::inline EMBPLAN_ABI::cost

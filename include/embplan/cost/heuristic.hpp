@@ -30,8 +30,9 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 enum class heuristic : std::uint8_t { size, dim, lookup, size_lookup };
 
@@ -100,4 +101,4 @@ using size_lookup_cost = heuristic_cost<heuristic::size_lookup>;
 static_assert(cost_model<size_lookup_cost>);
 static_assert(cost_unit_of<lookup_cost> == cost_unit::heuristic);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -42,8 +42,9 @@
 #include "embplan/nn/comm_cost_net.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/serialize.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::cost {
+namespace embplan::inline EMBPLAN_ABI::cost {
 
 struct neuroshard_import_options {
   // NeuroShard's feature_means / feature_stds (20 each); leave empty when the
@@ -276,4 +277,4 @@ inline neural_comm import_neuroshard_comm(const std::filesystem::path& forward,
   return neural_comm(fwd, bwd, std::move(meta));
 }
 
-}  // namespace embplan::cost
+}  // namespace embplan::inline EMBPLAN_ABI::cost

@@ -45,8 +45,9 @@
 #include "embplan/nn/packed_compute_cost_net.hpp"
 #include "embplan/nn/serialize.hpp"
 #include "embplan/search/piecewise.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct neural_cost_metadata {
   cost::feature_set features = cost::feature_set::embplan21;
@@ -313,4 +314,4 @@ struct search::piecewise_compute<neural_cost> {
   }
 };
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -40,8 +40,9 @@
 #include "embplan/io/safetensors.hpp"
 #include "embplan/nn/comm_cost_net.hpp"
 #include "embplan/nn/serialize.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct neural_comm_metadata {
   std::size_t devices = 0;        // the device count the models were trained for
@@ -265,4 +266,4 @@ class neural_comm {
   std::shared_ptr<const state> state_;
 };
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -32,8 +32,9 @@
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/minibatch.hpp"
 #include "embplan/nn/normalizer.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::cost {
+namespace embplan::inline EMBPLAN_ABI::cost {
 
 // One compute record of `embplan collect compute` (README "Cost data").
 struct compute_record {
@@ -294,4 +295,4 @@ inline std::pair<nn::compute_cost_net, train_report> train_compute_model(
   return {best, report};
 }
 
-}  // namespace embplan::cost
+}  // namespace embplan::inline EMBPLAN_ABI::cost

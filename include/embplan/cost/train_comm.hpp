@@ -37,8 +37,9 @@
 #include "embplan/nn/minibatch.hpp"
 #include "embplan/nn/normalizer.hpp"
 #include "embplan/nn/paper_models.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::cost {
+namespace embplan::inline EMBPLAN_ABI::cost {
 
 // One record of `embplan collect comm` (README "Cost data").
 struct comm_record {
@@ -347,4 +348,4 @@ inline trained_comm train_comm_models(std::span<const comm_record> records,
   return out;
 }
 
-}  // namespace embplan::cost
+}  // namespace embplan::inline EMBPLAN_ABI::cost

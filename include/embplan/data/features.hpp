@@ -25,8 +25,9 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/data/detail/reuse_bins.hpp"
 #include "embplan/data/trace_check.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data {
+namespace embplan::inline EMBPLAN_ABI::data {
 
 struct feature_options {
   std::int64_t min_rows = 1;  // floor of the extracted rows
@@ -142,4 +143,4 @@ inline std::vector<table_spec> extract_tbe_specs(std::span<const std::int64_t> i
   return out;
 }
 
-}  // namespace embplan::data
+}  // namespace embplan::inline EMBPLAN_ABI::data

@@ -18,8 +18,9 @@
 #include "embplan/data/detail/rank_correlation.hpp"
 #include "embplan/data/detail/reuse.hpp"
 #include "embplan/data/published_stats.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data {
+namespace embplan::inline EMBPLAN_ABI::data {
 
 struct pool_statistics {
   std::size_t tables = 0;
@@ -148,4 +149,4 @@ inline std::string format_statistics(const pool_statistics& s) {
   return out;
 }
 
-}  // namespace embplan::data
+}  // namespace embplan::inline EMBPLAN_ABI::data

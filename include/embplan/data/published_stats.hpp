@@ -9,8 +9,9 @@
 #include <cstdint>
 
 #include "embplan/core/table_spec.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data::published {
+namespace embplan::inline EMBPLAN_ABI::data::published {
 
 // AutoShard Table 1, "Statistics of Meta synthetic embedding tables".
 inline constexpr std::size_t num_tables = 856;
@@ -35,4 +36,4 @@ inline constexpr std::int64_t indices = 887'017'990;
 inline constexpr std::int64_t unique_indices = 128'435'723;
 inline constexpr double mean_reuse = 6.9;  // indices / unique_indices, as published
 
-}  // namespace embplan::data::published
+}  // namespace embplan::inline EMBPLAN_ABI::data::published

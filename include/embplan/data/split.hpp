@@ -22,8 +22,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data {
+namespace embplan::inline EMBPLAN_ABI::data {
 
 enum class split_order {
   shuffled,   // in the order of the seeded permutation
@@ -84,4 +85,4 @@ inline index_split seeded_split(std::size_t n, const split_options& o) {
   return out;
 }
 
-}  // namespace embplan::data
+}  // namespace embplan::inline EMBPLAN_ABI::data

@@ -20,8 +20,9 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/data/detail/pool_generation.hpp"
 #include "embplan/data/published_stats.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data {
+namespace embplan::inline EMBPLAN_ABI::data {
 
 struct pool_options {
   std::size_t tables = published::num_tables;
@@ -51,4 +52,4 @@ inline std::vector<table_spec> synthetic_pool(const pool_options& options = {}) 
   return pool;
 }
 
-}  // namespace embplan::data
+}  // namespace embplan::inline EMBPLAN_ABI::data

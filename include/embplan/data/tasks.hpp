@@ -46,8 +46,9 @@
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/data/split.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data {
+namespace embplan::inline EMBPLAN_ABI::data {
 
 enum class protocol : std::uint8_t { neuroshard, dreamshard, autoshard };
 
@@ -373,4 +374,4 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
   return tasks;
 }
 
-}  // namespace embplan::data
+}  // namespace embplan::inline EMBPLAN_ABI::data

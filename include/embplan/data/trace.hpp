@@ -38,8 +38,9 @@
 #include "embplan/core/random.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/data/detail/trace_generation.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data {
+namespace embplan::inline EMBPLAN_ABI::data {
 
 struct trace_options {
   std::int64_t batch_size = 65536;  // B bags per table
@@ -154,4 +155,4 @@ inline tbe_trace generate_tbe_trace(std::span<const table_spec> tables,
   return out;
 }
 
-}  // namespace embplan::data
+}  // namespace embplan::inline EMBPLAN_ABI::data

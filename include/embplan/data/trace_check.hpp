@@ -11,8 +11,9 @@
 #include <string>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data {
+namespace embplan::inline EMBPLAN_ABI::data {
 
 // Offsets of `bags` bags over `index_count` indices: bags + 1 entries,
 // offsets[0] == 0, non-decreasing, offsets.back() == index_count. One table
@@ -73,4 +74,4 @@ inline void validate_tbe_trace(std::span<const std::int64_t> indices,
   }
 }
 
-}  // namespace embplan::data
+}  // namespace embplan::inline EMBPLAN_ABI::data

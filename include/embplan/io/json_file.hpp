@@ -12,8 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io {
+namespace embplan::inline EMBPLAN_ABI::io {
 
 // Parses `text`; malformed or truncated input throws embplan::error naming
 // `source` (a file path, or "<input>"), the byte offset and what the parser
@@ -73,4 +74,4 @@ inline void write_json_file(const std::filesystem::path& file, const nlohmann::j
   if (!out) embplan::detail::fail("file", name, "a writable path (the write failed)");
 }
 
-}  // namespace embplan::io
+}  // namespace embplan::inline EMBPLAN_ABI::io

@@ -21,8 +21,9 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/io/detail/json_access.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io {
+namespace embplan::inline EMBPLAN_ABI::io {
 
 namespace detail {
 
@@ -169,4 +170,4 @@ inline plan plan_from_json(const nlohmann::json& j, const task& t) {
   });
 }
 
-}  // namespace embplan::io
+}  // namespace embplan::inline EMBPLAN_ABI::io

@@ -23,8 +23,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/io/detail/json_access.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io {
+namespace embplan::inline EMBPLAN_ABI::io {
 
 namespace detail {
 
@@ -167,4 +168,4 @@ inline nlohmann::json pool_to_json(std::span<const table_spec> tables) {
   return out;
 }
 
-}  // namespace embplan::io
+}  // namespace embplan::inline EMBPLAN_ABI::io

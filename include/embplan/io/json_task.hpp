@@ -30,8 +30,9 @@
 #include "embplan/core/topology.hpp"
 #include "embplan/io/detail/json_access.hpp"
 #include "embplan/io/json_tables.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io {
+namespace embplan::inline EMBPLAN_ABI::io {
 
 namespace detail {
 
@@ -235,4 +236,4 @@ inline nlohmann::json tasks_to_json(std::span<const task> tasks) {
   return out;
 }
 
-}  // namespace embplan::io
+}  // namespace embplan::inline EMBPLAN_ABI::io

@@ -30,8 +30,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/io/detail/npy_format.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io {
+namespace embplan::inline EMBPLAN_ABI::io {
 
 namespace detail {
 
@@ -230,4 +231,4 @@ void write_npy(const std::filesystem::path& file, const xt::xtensor<T, N>& a) {
   detail::write_npy_file<T>(file, std::span<const T>(a.data(), a.size()), shape);
 }
 
-}  // namespace embplan::io
+}  // namespace embplan::inline EMBPLAN_ABI::io

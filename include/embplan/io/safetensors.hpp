@@ -35,8 +35,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/io/detail/json_access.hpp"
 #include "embplan/io/detail/safetensors_format.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io {
+namespace embplan::inline EMBPLAN_ABI::io {
 
 struct tensor {
   // As stored ("F32", "F16", "BF16", "F64", "I64", "I32") when read; the
@@ -414,4 +415,4 @@ inline void check_finite(const safetensors_file& file) {
     check_finite(file, name);
 }
 
-}  // namespace embplan::io
+}  // namespace embplan::inline EMBPLAN_ABI::io

@@ -23,8 +23,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io {
+namespace embplan::inline EMBPLAN_ABI::io {
 
 namespace detail {
 
@@ -103,4 +104,4 @@ inline nlohmann::json torchrec_sharding(const task& t, const plan& p) {
   return out;
 }
 
-}  // namespace embplan::io
+}  // namespace embplan::inline EMBPLAN_ABI::io

@@ -18,8 +18,9 @@
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io {
+namespace embplan::inline EMBPLAN_ABI::io {
 
 inline nlohmann::json chrome_trace(const task& t, const plan_cost& cost) {
   using embplan::detail::fail;
@@ -95,4 +96,4 @@ inline nlohmann::json chrome_trace(const task& t, const plan_cost& cost) {
   return out;
 }
 
-}  // namespace embplan::io
+}  // namespace embplan::inline EMBPLAN_ABI::io

@@ -37,8 +37,9 @@
 #include "embplan/kernel/detail/device_buffer.cuh"
 #include "embplan/kernel/detail/embedding_bag_kernels.cuh"
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::kernel {
+namespace embplan::inline EMBPLAN_ABI::kernel {
 
 // Tag: construct a device_tbe with zero weights, copying none from the host.
 struct zero_weights_t {
@@ -472,4 +473,4 @@ class device_tbe {
   bool scratch_clean_ = false;
 };
 
-}  // namespace embplan::kernel
+}  // namespace embplan::inline EMBPLAN_ABI::kernel

@@ -52,8 +52,9 @@
 #include "embplan/kernel/detail/embedding_bag_scalar.hpp"
 #include "embplan/kernel/detail/radix_sort.hpp"
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::kernel {
+namespace embplan::inline EMBPLAN_ABI::kernel {
 
 // The weight types of a TBE: fp32, or fp16 with fp32 accumulation.
 template <class T>
@@ -451,4 +452,4 @@ void embedding_bag_backward_sgd(const tbe_layout& layout, std::span<Weight> weig
                                  which);
 }
 
-}  // namespace embplan::kernel
+}  // namespace embplan::inline EMBPLAN_ABI::kernel

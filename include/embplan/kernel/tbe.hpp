@@ -22,6 +22,7 @@
 
 #include "embplan/core/checked.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
 #if defined(__CUDACC__)
 #define EMBPLAN_HOST_DEVICE __host__ __device__
@@ -29,7 +30,7 @@
 #define EMBPLAN_HOST_DEVICE
 #endif
 
-namespace embplan::kernel {
+namespace embplan::inline EMBPLAN_ABI::kernel {
 
 // kernel::detail (the kernels' internals) exists too; these keep `detail::fail`
 // below meaning embplan's error helpers whichever header opened it first.
@@ -286,4 +287,4 @@ inline void validate(const tbe_layout& layout, const tbe_batch_view& batch) {
   }
 }
 
-}  // namespace embplan::kernel
+}  // namespace embplan::inline EMBPLAN_ABI::kernel

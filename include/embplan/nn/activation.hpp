@@ -6,8 +6,9 @@
 #include <Eigen/Core>
 
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 template <class = void>
 void relu_inplace(matrix& y) {
@@ -21,4 +22,4 @@ void relu_backward(const Eigen::Ref<const matrix>& y, matrix& dy) {
   dy = (y.array() > 0.0f).select(dy, 0.0f);
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -21,8 +21,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 struct adam_options {
   double lr = 1e-3;
@@ -126,4 +127,4 @@ class adam {
   std::vector<matrix> exp_avg_sq_;
 };
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

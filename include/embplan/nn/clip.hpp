@@ -10,8 +10,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/nn/module.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 template <model M>
 double clip_grad_norm(M& grad, double max_norm) {
@@ -28,4 +29,4 @@ double clip_grad_norm(M& grad, double max_norm) {
   return norm;
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

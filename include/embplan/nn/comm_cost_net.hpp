@@ -16,8 +16,9 @@
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/normalizer.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 struct comm_cost_net_options {
   Eigen::Index features = 0;  // forward: 2 x devices (dim sums, start skews); backward: devices
@@ -69,4 +70,4 @@ struct comm_cost_net {
 };
 static_assert(model_with_buffers<comm_cost_net>);
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

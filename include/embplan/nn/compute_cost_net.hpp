@@ -32,8 +32,9 @@
 #include "embplan/nn/normalizer.hpp"
 #include "embplan/nn/set_reduce.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 // NeuroShard's constructor arguments and defaults (ComputeCostModel.train):
 // table_mlp_sizes=[128, 32], pred_mlp_sizes=[32, 64]; the table MLP starts at
@@ -267,4 +268,4 @@ double train_step(compute_cost_net& net, const compute_cost_batch& batch, adam& 
   return loss;
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

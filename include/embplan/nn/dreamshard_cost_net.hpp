@@ -31,8 +31,9 @@
 #include "embplan/nn/paper_models.hpp"
 #include "embplan/nn/set_reduce.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 // The heads of one device, in the columns of dreamshard_cost_tape::device_costs.
 enum class dreamshard_head : std::uint8_t { forward = 0, communication = 1, backward = 2 };
@@ -210,4 +211,4 @@ double dreamshard_cost_train_step(dreamshard_model& m, const dreamshard_cost_bat
   return loss;
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -10,8 +10,9 @@
 
 #include "embplan/core/random.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 // Every entry, in row-major order, from U(-bound, bound).
 inline void init_uniform(matrix& m, double bound, rng& gen) {
@@ -26,4 +27,4 @@ inline double default_init_bound(Eigen::Index fan_in) {
   return 1.0 / std::sqrt(static_cast<double>(fan_in));
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -16,8 +16,9 @@
 #include "embplan/nn/init.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 struct linear {
   matrix weight;  // [out, in]
@@ -91,4 +92,4 @@ struct linear {
 };
 static_assert(model<linear>);
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -21,8 +21,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/nn/softmax.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 // mean((prediction - target)^2); *dprediction = 2 (prediction - target) / n.
 // A non-finite target is refused (field 'mse_loss.target[r, c]').
@@ -110,4 +111,4 @@ policy_gradient_loss_value policy_gradient_loss(const Eigen::Ref<const matrix>& 
   return out;
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -27,8 +27,9 @@
 #include "embplan/nn/init.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 struct lstm_layer {
   matrix weight_ih;  // [4H, in]
@@ -383,4 +384,4 @@ struct lstm {
 };
 static_assert(model<lstm>);
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

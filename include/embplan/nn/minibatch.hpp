@@ -14,8 +14,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 class minibatches {
  public:
@@ -57,4 +58,4 @@ class minibatches {
   std::vector<std::size_t> order_;
 };
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -25,8 +25,9 @@
 #include "embplan/nn/linear.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 enum class mlp_naming : std::uint8_t { sequential, module_list, numbered };
 
@@ -166,4 +167,4 @@ struct mlp {
 };
 static_assert(model<mlp>);
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -19,8 +19,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 template <class M>
 concept model = std::copyable<M> && requires(M& m, const M& cm, std::string_view prefix) {
@@ -97,4 +98,4 @@ double squared_norm(const M& m) {
   return sum;
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -17,8 +17,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 struct normalizer {
   matrix mean;    // [1, F]
@@ -89,4 +90,4 @@ struct normalizer {
 };
 static_assert(model_with_buffers<normalizer>);
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

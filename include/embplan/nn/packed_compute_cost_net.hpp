@@ -34,8 +34,9 @@
 #include "embplan/nn/detail/packed_kernels_x86.hpp"
 #include "embplan/nn/detail/packed_layers.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 // Which kernel a packed network runs. automatic: the widest the CPU supports.
 enum class simd_kernel : std::uint8_t { automatic, scalar, avx2, avx512 };
@@ -443,4 +444,4 @@ class packed_compute_cost_net {
   }
 };
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

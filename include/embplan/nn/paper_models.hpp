@@ -22,8 +22,9 @@
 #include "embplan/nn/lstm.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 namespace detail {
 
@@ -158,4 +159,4 @@ struct autoshard_net {
 };
 static_assert(model<autoshard_net>);
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

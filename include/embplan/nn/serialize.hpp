@@ -24,8 +24,9 @@
 #include "embplan/io/safetensors.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 namespace detail {
 
@@ -144,4 +145,4 @@ void save_state_dict(const std::filesystem::path& path, const M& m,
   io::write_safetensors(path, state_dict(m, {}, std::move(metadata)));
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -23,8 +23,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 enum class reduction : std::uint8_t { sum, max, mean };
 
@@ -163,4 +164,4 @@ void set_reduce_backward(reduction op, const Eigen::Ref<const matrix>& dout,
   }
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -17,8 +17,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/nn/tensor.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 namespace detail {
 
@@ -117,4 +118,4 @@ void log_softmax_backward(const Eigen::Ref<const matrix>& log_probs,
   }
 }
 
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

@@ -29,8 +29,9 @@
 #include <vector>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn {
+namespace embplan::inline EMBPLAN_ABI::nn {
 
 using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using vector = Eigen::VectorXf;
@@ -91,4 +92,4 @@ void require_finite(const Eigen::DenseBase<Derived>& m, std::string_view field) 
 }
 
 }  // namespace detail
-}  // namespace embplan::nn
+}  // namespace embplan::inline EMBPLAN_ABI::nn

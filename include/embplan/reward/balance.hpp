@@ -8,8 +8,9 @@
 #include "embplan/concepts/reward.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct balance_reward {
   std::string_view name() const noexcept { return "balance"; }
@@ -17,4 +18,4 @@ struct balance_reward {
 };
 static_assert(reward<balance_reward>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

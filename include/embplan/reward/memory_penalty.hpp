@@ -19,8 +19,9 @@
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct memory_penalty_reward {
   double overflow_weight = 1.0;  // scale of the penalty relative to the balance in (0, 1]
@@ -49,4 +50,4 @@ struct memory_penalty_reward {
 };
 static_assert(reward<memory_penalty_reward>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

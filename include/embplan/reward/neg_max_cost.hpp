@@ -10,8 +10,9 @@
 #include "embplan/concepts/reward.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct neg_max_cost_reward {
   static constexpr bool decreasing_in_max_cost = true;
@@ -22,4 +23,4 @@ struct neg_max_cost_reward {
 static_assert(reward<neg_max_cost_reward>);
 static_assert(reward_decreasing_in_max_cost<neg_max_cost_reward>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -23,8 +23,9 @@
 #include "embplan/rowwise/load.hpp"
 #include "embplan/rowwise/partition.hpp"
 #include "embplan/rowwise/replication.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::rowwise {
+namespace embplan::inline EMBPLAN_ABI::rowwise {
 
 struct gather_workspace {
   std::vector<std::size_t> shard_begin;  // S + 1 offsets into the arrays below
@@ -175,4 +176,4 @@ class sharded_table {
   std::vector<std::int64_t> replica_rows_;
 };
 
-}  // namespace embplan::rowwise
+}  // namespace embplan::inline EMBPLAN_ABI::rowwise

@@ -14,8 +14,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/rowwise/partition.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::rowwise {
+namespace embplan::inline EMBPLAN_ABI::rowwise {
 
 struct id_hits {
   std::int64_t id = 0;
@@ -107,4 +108,4 @@ load_report analyze_load(const P& part, std::span<const std::int64_t> ids, std::
   return r;
 }
 
-}  // namespace embplan::rowwise
+}  // namespace embplan::inline EMBPLAN_ABI::rowwise

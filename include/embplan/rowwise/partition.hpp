@@ -23,8 +23,9 @@
 
 #include "embplan/core/checked.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::rowwise {
+namespace embplan::inline EMBPLAN_ABI::rowwise {
 
 struct row_location {
   std::uint32_t shard = 0;
@@ -240,4 +241,4 @@ class range_partition {
 };
 static_assert(row_partitioner<range_partition>);
 
-}  // namespace embplan::rowwise
+}  // namespace embplan::inline EMBPLAN_ABI::rowwise

@@ -62,8 +62,9 @@
 #include "embplan/core/random.hpp"
 #include "embplan/rowwise/load.hpp"
 #include "embplan/rowwise/partition.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::rowwise {
+namespace embplan::inline EMBPLAN_ABI::rowwise {
 
 // How the reads of a replicated ID are spread over its holders (see the top).
 enum class replica_routing {
@@ -478,4 +479,4 @@ push_report gradient_pushes(const P& part, std::span<const std::int64_t> ids,
   return out;
 }
 
-}  // namespace embplan::rowwise
+}  // namespace embplan::inline EMBPLAN_ABI::rowwise

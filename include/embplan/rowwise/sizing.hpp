@@ -22,8 +22,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/rowwise/load.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::rowwise {
+namespace embplan::inline EMBPLAN_ABI::rowwise {
 
 namespace detail {
 
@@ -136,4 +137,4 @@ inline qr_sizing optimal_quotient_remainder(std::int64_t rows, std::int32_t dim,
   return quotient_remainder(rows, dim, t, m);
 }
 
-}  // namespace embplan::rowwise
+}  // namespace embplan::inline EMBPLAN_ABI::rowwise

@@ -46,8 +46,9 @@
 #include "embplan/core/task.hpp"
 #include "embplan/rowwise/partition.hpp"
 #include "embplan/search/infeasible.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::rowwise {
+namespace embplan::inline EMBPLAN_ABI::rowwise {
 
 namespace detail {
 
@@ -255,4 +256,4 @@ struct split_oversized {
   }
 };
 
-}  // namespace embplan::rowwise
+}  // namespace embplan::inline EMBPLAN_ABI::rowwise

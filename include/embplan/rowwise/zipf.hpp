@@ -18,8 +18,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::rowwise {
+namespace embplan::inline EMBPLAN_ABI::rowwise {
 
 class zipf_sampler {
  public:
@@ -96,4 +97,4 @@ inline std::vector<std::int64_t> zipf_ids(std::int64_t rows, double exponent, st
   return ids;
 }
 
-}  // namespace embplan::rowwise
+}  // namespace embplan::inline EMBPLAN_ABI::rowwise

@@ -61,8 +61,9 @@
 #include "embplan/core/task.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
 #include "embplan/search/detail/grid_engine.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 namespace search::detail {
 
@@ -352,4 +353,4 @@ struct column_beam {
 };
 static_assert(searcher<column_beam>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

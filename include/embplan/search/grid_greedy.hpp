@@ -25,8 +25,9 @@
 #include "embplan/core/task.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
 #include "embplan/search/detail/grid_engine.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct grid_greedy {
   std::int32_t grid = 11;  // M: bounds tried between 1.0 and 1.5 x the mean device dim
@@ -67,4 +68,4 @@ struct grid_greedy {
 };
 static_assert(searcher<grid_greedy>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -10,8 +10,9 @@
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::search {
+namespace embplan::inline EMBPLAN_ABI::search {
 
 // Devices listed one by one up to this many; beyond it, only the roomiest.
 inline constexpr std::size_t listed_devices = 16;
@@ -56,4 +57,4 @@ using search::listed_devices;
 using search::no_device_for;
 }  // namespace detail
 
-}  // namespace embplan::search
+}  // namespace embplan::inline EMBPLAN_ABI::search

@@ -55,8 +55,9 @@
 #include "embplan/search/detail/cost_cache.hpp"
 #include "embplan/search/detail/piecewise.hpp"
 #include "embplan/search/detail/plan_pricer.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 namespace search::detail {
 
@@ -475,4 +476,4 @@ struct local_search {
 };
 static_assert(searcher<local_search<>>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

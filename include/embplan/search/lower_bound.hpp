@@ -25,8 +25,9 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 namespace search::detail {
 
@@ -71,4 +72,4 @@ inline double gap_to_bound(double cost, double bound) noexcept {
   return cost / bound - 1.0;
 }
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

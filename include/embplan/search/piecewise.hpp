@@ -39,8 +39,9 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::search {
+namespace embplan::inline EMBPLAN_ABI::search {
 
 template <class CostModel>
 struct piecewise_compute {
@@ -73,4 +74,4 @@ struct piecewise_compute<analytic_cost> {
   }
 };
 
-}  // namespace embplan::search
+}  // namespace embplan::inline EMBPLAN_ABI::search

@@ -18,8 +18,9 @@
 #include "embplan/core/random.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/search/detail/random_table_wise.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct random_placement {
   static constexpr bool uses_reward = false;  // one draw, nothing compared
@@ -34,4 +35,4 @@ struct random_placement {
 };
 static_assert(searcher<random_placement>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -26,8 +26,9 @@
 #include "embplan/core/task.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/search/detail/random_table_wise.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 struct random_search {
   std::uint32_t budget = 100;  // samples drawn (AutoShard Fig. 9 goes up to 1,000)
@@ -65,4 +66,4 @@ struct random_search {
 };
 static_assert(searcher<random_search>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -40,8 +40,9 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/search/infeasible.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 namespace search::detail {
 
@@ -151,4 +152,4 @@ struct sorted_greedy {
 };
 static_assert(searcher<sorted_greedy>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

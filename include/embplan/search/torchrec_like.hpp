@@ -50,8 +50,9 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/search/infeasible.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan {
+namespace embplan::inline EMBPLAN_ABI {
 
 namespace search::detail {
 
@@ -244,4 +245,4 @@ struct torchrec_like {
 };
 static_assert(searcher<torchrec_like>);
 
-}  // namespace embplan
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -30,8 +30,9 @@
 #include "embplan/bench/protocol.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::bench::mpi {
+namespace embplan::inline EMBPLAN_ABI::bench::mpi {
 
 struct alltoall_options {
   std::int64_t batch_size = 4096;  // global batch B
@@ -139,4 +140,4 @@ inline std::vector<comm_cost> measure_alltoall(MPI_Comm comm, std::span<const st
   return out;
 }
 
-}  // namespace embplan::bench::mpi
+}  // namespace embplan::inline EMBPLAN_ABI::bench::mpi

@@ -18,6 +18,7 @@
 // Collective: every rank of `comm` calls measure_plan with the same task and
 // plan, and every rank gets the same plan_cost.
 #include "embplan/bench/mpi/alltoall.hpp"  // first: it picks MPI's C API
+#include "embplan/version.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -34,7 +35,7 @@
 #include "embplan/core/task.hpp"
 #include "embplan/cost/evaluate.hpp"
 
-namespace embplan::bench::mpi {
+namespace embplan::inline EMBPLAN_ABI::bench::mpi {
 
 struct plan_meter_options {
   cpu_meter_cost compute{};             // the CPU meter of each device's shard
@@ -127,4 +128,4 @@ inline plan_cost measure_plan(MPI_Comm comm, const task& t, const plan& p,
   return evaluate(t, p, model);
 }
 
-}  // namespace embplan::bench::mpi
+}  // namespace embplan::inline EMBPLAN_ABI::bench::mpi

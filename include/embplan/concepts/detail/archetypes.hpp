@@ -10,8 +10,9 @@
 #include "embplan/core/costs.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::concepts::detail {
+namespace embplan::inline EMBPLAN_ABI::concepts::detail {
 
 struct cost_model_archetype {
   std::string_view name() const { return "archetype"; }
@@ -31,4 +32,4 @@ struct reward_archetype {
   double score(const task&, const plan_cost&) const { return 0.0; }
 };
 
-}  // namespace embplan::concepts::detail
+}  // namespace embplan::inline EMBPLAN_ABI::concepts::detail

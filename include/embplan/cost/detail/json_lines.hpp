@@ -17,8 +17,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/io/detail/json_access.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::cost::detail {
+namespace embplan::inline EMBPLAN_ABI::cost::detail {
 
 template <class Record, class Parse>
 std::vector<Record> read_json_lines(const std::filesystem::path& path, const std::string& what,
@@ -46,4 +47,4 @@ std::vector<Record> read_json_lines(const std::filesystem::path& path, const std
   return out;
 }
 
-}  // namespace embplan::cost::detail
+}  // namespace embplan::inline EMBPLAN_ABI::cost::detail

@@ -15,8 +15,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/nn/mlp.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::cost::detail {
+namespace embplan::inline EMBPLAN_ABI::cost::detail {
 
 // "in,out1,out2,...": the sizes of an MLP, input first.
 inline std::string sizes_text(const nn::mlp& m) {
@@ -66,4 +67,4 @@ inline const std::string& require_key(const std::map<std::string, std::string>& 
   return it->second;
 }
 
-}  // namespace embplan::cost::detail
+}  // namespace embplan::inline EMBPLAN_ABI::cost::detail

@@ -17,8 +17,9 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/data/detail/reuse.hpp"
 #include "embplan/data/published_stats.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data::detail {
+namespace embplan::inline EMBPLAN_ABI::data::detail {
 
 // Shape knobs of the generator. The published statistics fix the means and
 // extremes; these fix what the papers only describe in words.
@@ -270,4 +271,4 @@ inline std::vector<reuse_histogram> draw_reuse_histograms(
   return hists;
 }
 
-}  // namespace embplan::data::detail
+}  // namespace embplan::inline EMBPLAN_ABI::data::detail

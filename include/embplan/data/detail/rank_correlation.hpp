@@ -9,7 +9,9 @@
 #include <span>
 #include <vector>
 
-namespace embplan::data::detail {
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI::data::detail {
 
 // Ranks 1..n; a run of equal values gets the mean of the ranks it spans.
 inline std::vector<double> average_ranks(std::span<const double> values) {
@@ -51,4 +53,4 @@ inline double spearman(std::span<const double> x, std::span<const double> y) {
   return sxy / std::sqrt(sxx * syy);
 }
 
-}  // namespace embplan::data::detail
+}  // namespace embplan::inline EMBPLAN_ABI::data::detail

@@ -10,8 +10,9 @@
 #include <span>
 
 #include "embplan/core/table_spec.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data::detail {
+namespace embplan::inline EMBPLAN_ABI::data::detail {
 
 // Expected unique indices of a table in a batch: its lookups (batch x pooling
 // factor) divided by the mean reuse its histogram implies, never more than its
@@ -76,4 +77,4 @@ inline reuse_histogram pooled_col_size(std::span<const table_spec> pool, std::in
   return out;
 }
 
-}  // namespace embplan::data::detail
+}  // namespace embplan::inline EMBPLAN_ABI::data::detail

@@ -9,8 +9,9 @@
 #include <cstdint>
 
 #include "embplan/core/table_spec.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data::detail {
+namespace embplan::inline EMBPLAN_ABI::data::detail {
 
 // The whole numbers of occurrences reuse bin k holds: bin 0 is exactly 1, bin k
 // in 1..15 is 2^(k-1)+1 .. 2^k. The open last bin (32768, inf) is drawn from
@@ -35,4 +36,4 @@ constexpr std::size_t reuse_bin_of(std::uint64_t count) noexcept {
   return std::min(k, reuse_bin_count - 1);
 }
 
-}  // namespace embplan::data::detail
+}  // namespace embplan::inline EMBPLAN_ABI::data::detail

@@ -14,8 +14,9 @@
 #include "embplan/core/random.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/data/detail/reuse_bins.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::data::detail {
+namespace embplan::inline EMBPLAN_ABI::data::detail {
 
 // Splits `total` into parts proportional to `weights` (largest remainder, ties
 // to the lower index), so the parts sum to `total` exactly.
@@ -303,4 +304,4 @@ inline std::vector<std::int64_t> bag_offsets(std::int64_t lookups, std::int64_t 
   return offsets;
 }
 
-}  // namespace embplan::data::detail
+}  // namespace embplan::inline EMBPLAN_ABI::data::detail

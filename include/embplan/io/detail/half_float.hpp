@@ -7,7 +7,9 @@
 #include <bit>
 #include <cstdint>
 
-namespace embplan::io::detail {
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI::io::detail {
 
 inline float half_bits_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
@@ -74,4 +76,4 @@ inline std::uint16_t float_to_bfloat16_bits(float f) {
   return static_cast<std::uint16_t>((x + rounding) >> 16);
 }
 
-}  // namespace embplan::io::detail
+}  // namespace embplan::inline EMBPLAN_ABI::io::detail

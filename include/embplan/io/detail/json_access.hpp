@@ -18,8 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io::detail {
+namespace embplan::inline EMBPLAN_ABI::io::detail {
 
 using embplan::detail::path;
 using nlohmann::json;
@@ -300,4 +301,4 @@ decltype(auto) guarded(std::string_view where, Body&& body) {
   }
 }
 
-}  // namespace embplan::io::detail
+}  // namespace embplan::inline EMBPLAN_ABI::io::detail

@@ -20,8 +20,9 @@
 #include <vector>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io::detail {
+namespace embplan::inline EMBPLAN_ABI::io::detail {
 
 inline constexpr std::array<unsigned char, 6> npy_magic{0x93, 'N', 'U', 'M', 'P', 'Y'};
 // Magic, two version bytes, then a 2-byte (v1) or 4-byte (v2, v3) header length.
@@ -402,4 +403,4 @@ inline std::string npy_header_bytes(std::string_view descr, std::span<const std:
   return out;
 }
 
-}  // namespace embplan::io::detail
+}  // namespace embplan::inline EMBPLAN_ABI::io::detail

@@ -22,8 +22,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/io/detail/half_float.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::io::detail {
+namespace embplan::inline EMBPLAN_ABI::io::detail {
 
 // The reference implementation refuses headers above 100 MB; so do we, before
 // allocating anything for one.
@@ -237,4 +238,4 @@ inline nlohmann::json parse_st_header(std::string_view text, std::string_view so
   return header;
 }
 
-}  // namespace embplan::io::detail
+}  // namespace embplan::inline EMBPLAN_ABI::io::detail

@@ -8,11 +8,13 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define EMBPLAN_KERNEL_X86 1
 #include <cpuid.h>
+
+#include "embplan/version.hpp"
 #else
 #define EMBPLAN_KERNEL_X86 0
 #endif
 
-namespace embplan::kernel::detail {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 #if EMBPLAN_KERNEL_X86
 inline bool cpu_has_f16c() noexcept {
@@ -50,4 +52,4 @@ inline bool cpu_has_avx512() noexcept {
 #endif
 }
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail

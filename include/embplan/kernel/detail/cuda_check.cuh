@@ -7,8 +7,9 @@
 #include <string_view>
 
 #include "embplan/core/error.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::kernel::detail {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 // "CUDA call 'cudaMalloc(&p, bytes)' failed: out of memory (cudaErrorMemoryAllocation)"
 inline void cuda_check(cudaError_t status, std::string_view call) {
@@ -23,6 +24,6 @@ inline void cuda_check(cudaError_t status, std::string_view call) {
   throw embplan::error(msg);
 }
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail
 
 #define EMBPLAN_CUDA_CHECK(call) ::embplan::kernel::detail::cuda_check((call), #call)

@@ -7,8 +7,9 @@
 #include <cstdint>
 
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::kernel::detail {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 // The segment s in [0, segments) with starts[s] <= position < starts[s+1]:
 // the last s with starts[s] <= position, so empty segments (equal starts) are
@@ -90,4 +91,4 @@ EMBPLAN_HOST_DEVICE constexpr std::int64_t table_work_begin(const std::int64_t* 
   return s < segments ? std::int64_t{chunk_starts[s]} : total_work;
 }
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail

@@ -10,8 +10,9 @@
 #include <utility>
 
 #include "embplan/kernel/detail/cuda_check.cuh"
+#include "embplan/version.hpp"
 
-namespace embplan::kernel::detail {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 template <class T>
 class device_buffer {
@@ -79,4 +80,4 @@ class device_buffer {
   std::size_t capacity_ = 0;
 };
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail

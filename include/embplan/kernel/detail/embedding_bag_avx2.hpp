@@ -10,6 +10,7 @@
 
 #include "embplan/kernel/detail/cpu_features.hpp"
 #include "embplan/kernel/detail/embedding_bag_common.hpp"
+#include "embplan/version.hpp"
 
 #if EMBPLAN_KERNEL_X86
 #include <immintrin.h>
@@ -17,7 +18,7 @@
 #define EMBPLAN_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 #define EMBPLAN_AVX2_INLINE EMBPLAN_AVX2_TARGET __attribute__((always_inline)) inline
 
-namespace embplan::kernel::detail {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 struct avx2_isa {
   using vec = __m256;
@@ -80,7 +81,7 @@ struct avx2_isa {
 };
 static_assert(vector_isa<avx2_isa>);
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail
 
 #define EMBPLAN_VECTOR_NAMESPACE avx2
 #define EMBPLAN_VECTOR_ISA ::embplan::kernel::detail::avx2_isa

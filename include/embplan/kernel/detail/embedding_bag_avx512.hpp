@@ -9,6 +9,7 @@
 
 #include "embplan/kernel/detail/cpu_features.hpp"
 #include "embplan/kernel/detail/embedding_bag_common.hpp"
+#include "embplan/version.hpp"
 
 #if EMBPLAN_KERNEL_X86
 #include <immintrin.h>
@@ -16,7 +17,7 @@
 #define EMBPLAN_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define EMBPLAN_AVX512_INLINE EMBPLAN_AVX512_TARGET __attribute__((always_inline)) inline
 
-namespace embplan::kernel::detail {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 struct avx512_isa {
   using vec = __m512;
@@ -67,7 +68,7 @@ struct avx512_isa {
 };
 static_assert(vector_isa<avx512_isa>);
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail
 
 #define EMBPLAN_VECTOR_NAMESPACE avx512
 #define EMBPLAN_VECTOR_ISA ::embplan::kernel::detail::avx512_isa

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/version.hpp"
 
 // Full unrolling of the loops over a chunk's vectors, so its accumulators
 // live in registers (nvcc's front end, compiling a .cu that includes the CPU
@@ -25,7 +26,7 @@
 #define EMBPLAN_ALWAYS_INLINE inline
 #endif
 
-namespace embplan::kernel::detail {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 // One table's share of a forward call. Pointers are to the whole batch; the
 // table's bags are offsets[0 .. batch_size] (positions in indices).
@@ -182,4 +183,4 @@ concept vector_isa = requires(const float* src, const half* src_half, float* dst
   I::store(dst_half, v, tail);
 };
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail

@@ -10,8 +10,9 @@
 
 #include "embplan/kernel/detail/cuda_index.hpp"
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::kernel::detail {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 // ---------------------------------------------------------------- 4-element vectors
 // Every row start is a multiple of 4 elements (dims are, and so are the
@@ -347,4 +348,4 @@ __global__ void embedding_bag_backward_sgd_kernel(const backward_args<Weight> a)
   }
 }
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail

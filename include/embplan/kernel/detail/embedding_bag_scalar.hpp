@@ -7,8 +7,9 @@
 #include <cstdint>
 
 #include "embplan/kernel/detail/embedding_bag_common.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::kernel::detail::scalar {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail::scalar {
 
 template <class Weight>
 void forward_table(const forward_table_args<Weight>& a) {
@@ -67,4 +68,4 @@ void backward_table(const backward_table_args<Weight>& a, float* scratch) {
   }
 }
 
-}  // namespace embplan::kernel::detail::scalar
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail::scalar

@@ -27,6 +27,7 @@
 
 #include "embplan/kernel/detail/cpu_features.hpp"
 #include "embplan/kernel/detail/embedding_bag_common.hpp"
+#include "embplan/version.hpp"
 
 #if defined(EMBPLAN_VECTOR_NAMESPACE)
 
@@ -35,7 +36,7 @@
 // share (prefetch_bytes too, see there).
 #define EMBPLAN_VECTOR_INLINE EMBPLAN_VECTOR_TARGET __attribute__((always_inline)) inline
 
-namespace embplan::kernel::detail::EMBPLAN_VECTOR_NAMESPACE {
+namespace embplan::inline EMBPLAN_ABI::kernel::detail::EMBPLAN_VECTOR_NAMESPACE {
 
 // Vector v of a chunk of NV vectors: loaded whole, or partial when it is the
 // last one of a masked chunk. (Plain loops with constant trip counts, fully
@@ -198,7 +199,7 @@ void backward_table(const backward_table_args<Weight>& a) {
   });
 }
 
-}  // namespace embplan::kernel::detail::EMBPLAN_VECTOR_NAMESPACE
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail::EMBPLAN_VECTOR_NAMESPACE
 
 #undef EMBPLAN_VECTOR_INLINE
 #undef EMBPLAN_VECTOR_TARGET

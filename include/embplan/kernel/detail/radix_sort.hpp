@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
-namespace embplan::kernel::detail {
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI::kernel::detail {
 
 // Widest digit: 2^11 counters (8 KiB) per pass stay in L1, and 2^11 scatter
 // streams stay within what the write-combining buffers and TLB can follow.
@@ -55,4 +57,4 @@ std::span<Elem> radix_sort(std::span<Elem> data, std::span<Elem> scratch, int en
   return src == data.data() ? data : scratch;
 }
 
-}  // namespace embplan::kernel::detail
+}  // namespace embplan::inline EMBPLAN_ABI::kernel::detail

@@ -20,8 +20,9 @@
 #include <cstddef>
 
 #include "embplan/nn/detail/packed_layers.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::nn::detail {
+namespace embplan::inline EMBPLAN_ABI::nn::detail {
 
 inline bool cpu_has_avx512() noexcept {
   __builtin_cpu_init();
@@ -392,6 +393,6 @@ struct avx2_ops {
   }
 };
 
-}  // namespace embplan::nn::detail
+}  // namespace embplan::inline EMBPLAN_ABI::nn::detail
 
 #endif

@@ -14,7 +14,9 @@
 #include <new>
 #include <vector>
 
-namespace embplan::nn::detail {
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI::nn::detail {
 
 // Floats per output block: two AVX-512 vectors, four AVX2 vectors.
 inline constexpr std::size_t packed_width = 32;
@@ -158,4 +160,4 @@ struct scalar_ops {
   }
 };
 
-}  // namespace embplan::nn::detail
+}  // namespace embplan::inline EMBPLAN_ABI::nn::detail

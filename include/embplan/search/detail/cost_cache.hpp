@@ -37,8 +37,9 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/search/lower_bound.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::search::detail {
+namespace embplan::inline EMBPLAN_ABI::search::detail {
 
 struct multiset_key {
   std::uint64_t lo = 0;
@@ -253,4 +254,4 @@ class key_map {
 // NeuroShard's cache: device kind + multiset of pieces -> compute cost.
 using cost_cache = key_map<compute_cost>;
 
-}  // namespace embplan::search::detail
+}  // namespace embplan::inline EMBPLAN_ABI::search::detail

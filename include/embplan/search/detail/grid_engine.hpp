@@ -79,8 +79,9 @@
 #include "embplan/search/detail/piecewise.hpp"
 #include "embplan/search/detail/plan_pricer.hpp"
 #include "embplan/search/infeasible.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::search::detail {
+namespace embplan::inline EMBPLAN_ABI::search::detail {
 
 // NeuroShard §3.3: the grid of max-device-dim bounds spans [M_s, 1.5 M_s],
 // M_s = the mean device dim.
@@ -550,4 +551,4 @@ class grid_engine {
   std::vector<order_key> keys_;
 };
 
-}  // namespace embplan::search::detail
+}  // namespace embplan::inline EMBPLAN_ABI::search::detail

@@ -12,8 +12,9 @@
 #include "embplan/core/task.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
 #include "embplan/search/piecewise.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::search::detail {
+namespace embplan::inline EMBPLAN_ABI::search::detail {
 
 // Prices a group of pieces on one device: through piecewise_compute when the
 // model offers it (piece terms cached per device kind), else model.compute().
@@ -106,4 +107,4 @@ class group_pricer {
   key_map<term_type> terms_cache_{1 << 10};
 };
 
-}  // namespace embplan::search::detail
+}  // namespace embplan::inline EMBPLAN_ABI::search::detail

@@ -17,8 +17,9 @@
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::search::detail {
+namespace embplan::inline EMBPLAN_ABI::search::detail {
 
 // A cost model's promise that its communication is never negative
 // (analytic_cost::communication_nonnegative); a model without it promises nothing.
@@ -109,4 +110,4 @@ class plan_pricer {
   std::uint64_t calls_ = 0;
 };
 
-}  // namespace embplan::search::detail
+}  // namespace embplan::inline EMBPLAN_ABI::search::detail

@@ -12,8 +12,9 @@
 #include "embplan/core/random.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/search/infeasible.hpp"
+#include "embplan/version.hpp"
 
-namespace embplan::search::detail {
+namespace embplan::inline EMBPLAN_ABI::search::detail {
 
 template <constraint Constraint>
 search_result random_table_wise(const task& t, const Constraint& rule, std::uint64_t stream_seed) {
@@ -41,4 +42,4 @@ search_result random_table_wise(const task& t, const Constraint& rule, std::uint
   return out;
 }
 
-}  // namespace embplan::search::detail
+}  // namespace embplan::inline EMBPLAN_ABI::search::detail
