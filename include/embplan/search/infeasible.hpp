@@ -51,10 +51,4 @@ std::string no_device_for(const task& t, const placement_state& st, std::size_t 
   return out;
 }
 
-namespace detail {
-// The spelling the bundled searchers used while it lived in detail/.
-using search::listed_devices;
-using search::no_device_for;
-}  // namespace detail
-
 }  // namespace embplan::inline EMBPLAN_ABI::search

@@ -226,7 +226,7 @@ struct torchrec_like {
           if (rule.admits(t, st, s)) chosen = d;
         }
         if (chosen == devices) {
-          failure = search::detail::no_device_for(t, st, i, rule);
+          failure = search::no_device_for(t, st, i, rule);
           return std::numeric_limits<double>::infinity();
         }
         s.device = static_cast<std::uint32_t>(chosen);
