@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "embplan/bench/collect.hpp"
 #include "embplan/cost/train_comm.hpp"
 #include "embplan/data/synthetic_pool.hpp"
@@ -48,6 +50,13 @@ struct scratch_file {
 const std::string compute_line =
     R"({"id":0,"tables":[1],"dims":[4],"forward_ms":1,"backward_ms":1,"total_ms":2,)"
     R"("batch_size":64,"meter":"cpu","cv":0.01,"reference_ms":0.25})";
+
+// compute_line (or `base`) with `key` set to the JSON text `value`.
+std::string with(const std::string& base, const std::string& key, const std::string& value) {
+  auto j = nlohmann::json::parse(base);
+  j[key] = nlohmann::json::parse(value);
+  return j.dump();
+}
 
 const std::string comm_line =
     R"({"id":0,"tables":[1,2],"dims":[8,4],"device_of":[0,1],"dim_sum":[8,4],)"
@@ -138,4 +147,100 @@ TEST_CASE("the bundled cost records still load") {
     CHECK(embplan::cost::read_compute_records(dir / name).size() >= 200);
   }
   CHECK(embplan::cost::read_comm_records(dir / "cpu_comm_4dev.jsonl").size() == 1000);
+}
+
+TEST_CASE("compute records: numbers out of range name the file:line, the field and the value") {
+  struct bad {
+    const char* key;
+    const char* value;
+    const char* shown;  // "field '<file>:1.<shown>: expected ..."
+  };
+  // Each was misread before: UB converting 1e32, fractions truncated, -1
+  // wrapped, dims 0 trained, 1e300 accepted, -8 an "overflow" in table bytes.
+  const bad cases[] = {
+      {"dims", "[1e32]", "dims[0]' = 1e+32: expected an integer below 2^63"},
+      {"dims", "[3000000000]", "dims[0]' = 3000000000: expected a positive 32-bit integer"},
+      {"dims", "[4.5]", "dims[0]' = 4.5: expected an integer"},
+      {"dims", "[0]", "dims[0]' = 0: expected a positive 32-bit integer"},
+      {"dims", "[-8]", "dims[0]' = -8: expected a positive 32-bit integer"},
+      {"dims", "4", "dims' = 4: expected an array"},
+      {"id", "1e300", "id' = 1e+300: expected an integer below 2^63"},
+      {"id", "-1", "id' = -1: expected a non-negative integer"},
+      {"id", "2.5", "id' = 2.5: expected an integer"},
+      {"tables", "[-1]", "tables[0]' = -1: expected a non-negative integer (a pool index)"},
+      {"tables", "[1.5]", "tables[0]' = 1.5: expected an integer"},
+      {"forward_ms", "-1", "forward_ms' = -1: expected a finite time >= 0"},
+      {"backward_ms", "\"1\"", "backward_ms' = \"1\": expected a finite time >= 0"},
+      {"total_ms", "0", "total_ms' = 0: expected a finite time > 0"},
+      {"batch_size", "0", "batch_size' = 0: expected a positive integer"},
+      {"batch_size", "64.5", "batch_size' = 64.5: expected an integer"},
+      {"meter", "3", "meter' = 3: expected a string"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.key);
+    CAPTURE(c.value);
+    const scratch_file f({with(compute_line, c.key, c.value)});
+    const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.path); });
+    CHECK(contains(msg, "field '" + f.path.string() + ":1." + c.shown));
+  }
+  // The audit's line, as written.
+  const scratch_file f({compute_line, R"({"dims":[1e32],"id":5,"tables":[]})"});
+  CHECK(contains(message_of([&] { (void)embplan::cost::read_compute_records(f.path); }),
+                 ":2.dims[0]' = 1e+32: expected an integer below 2^63"));
+  const scratch_file missing({R"({"id":5,"tables":[1],"dims":[4]})"});
+  CHECK(contains(message_of([&] { (void)embplan::cost::read_compute_records(missing.path); }),
+                 ":1.forward_ms' is missing: expected a time in ms"));
+}
+
+TEST_CASE("comm records: numbers out of range name the file:line, the field and the value") {
+  struct bad {
+    const char* key;
+    const char* value;
+    const char* shown;
+  };
+  const bad cases[] = {
+      {"id", "1e300", "id' = 1e+300: expected an integer below 2^63"},
+      {"id", "-1", "id' = -1: expected a non-negative integer"},
+      {"dim_sum", "[8,-1]", "dim_sum[1]' = -1: expected a non-negative dim sum"},
+      {"dim_sum", "[8,1e32]", "dim_sum[1]' = 1e+32: expected an integer below 2^63"},
+      {"dim_sum", "[8,4.5]", "dim_sum[1]' = 4.5: expected an integer"},
+      {"start_ms", "[0,-1]", "start_ms[1]' = -1: expected a finite time >= 0"},
+      {"forward_ms", "[1,null]", "forward_ms[1]' = null: expected a finite time >= 0"},
+      {"backward_ms", "[1,-0.5]", "backward_ms[1]' = -0.5: expected a finite time >= 0"},
+      {"batch_size", "-64", "batch_size' = -64: expected a positive integer"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.key);
+    CAPTURE(c.value);
+    const scratch_file f({with(comm_line, c.key, c.value)});
+    const auto msg = message_of([&] { (void)embplan::cost::read_comm_records(f.path); });
+    CHECK(contains(msg, "field '" + f.path.string() + ":1." + c.shown));
+  }
+}
+
+TEST_CASE("records: deeply nested lines are refused at the depth limit, not a stack overflow") {
+  const std::size_t depth = 100'000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  const scratch_file f({compute_line, deep, R"({"id": )" + deep + "}"});
+  const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.path); });
+  CHECK(contains(msg, f.path.string() + ":2: JSON nested deeper than 128 levels at byte 129"));
+  const scratch_file g({R"({"dim_sum": )" + deep + "}"});
+  CHECK(contains(message_of([&] { (void)embplan::cost::read_comm_records(g.path); }),
+                 ":1: JSON nested deeper than 128 levels at byte 140"));
+}
+
+TEST_CASE("records: special files and directories are refused, naming the path") {
+  // /dev/zero was one endless line; an empty device read as "0 records".
+  for (const std::string special : {"/dev/zero", "/dev/null"}) {
+    if (!fs::exists(special)) continue;
+    const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(special); });
+    CHECK(contains(msg, "field 'file' = \"" + special + "\""));
+    CHECK(contains(msg, "a compute records file; a device, pipe or socket is not a regular file"));
+    CHECK(contains(message_of([&] { (void)embplan::cost::read_comm_records(special); }),
+                   "a comm records file; a device, pipe or socket is not a regular file"));
+  }
+  const scratch_file f({compute_line});
+  const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.dir); });
+  CHECK(contains(msg, "field 'file' = \"" + f.dir.string() + "\""));
+  CHECK(contains(msg, "a directory is not a regular file"));
 }

@@ -138,7 +138,7 @@ TEST_CASE("read_json_file / write_json_file") {
   CHECK(contains(msg, "an existing JSON file"));
 
   const auto dir_msg = error_of([] { (void)io::read_json_file(scratch("")); });
-  CHECK(contains(dir_msg, "not a directory"));
+  CHECK(contains(dir_msg, "a directory is not a regular file"));
 
   const auto broken = scratch("broken.json");
   {
@@ -153,6 +153,80 @@ TEST_CASE("read_json_file / write_json_file") {
   const auto write_msg = error_of([&] { io::write_json_file(unwritable, value); });
   CHECK(contains(write_msg, unwritable.string()));
   CHECK(contains(write_msg, "writable"));
+}
+
+// ------------------------------------------------------------------ hostile input
+
+namespace {
+
+// `depth` nested arrays: "[[[...]]]".
+std::string nested_arrays(std::size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+}  // namespace
+
+TEST_CASE("deeply nested JSON is refused at the depth limit, not a stack overflow") {
+  // 100000 levels overflowed the recursive parser (and the recursive error
+  // display) with a SIGSEGV; 128 is the limit.
+  const auto deep = nested_arrays(100'000);
+  const auto msg = error_of([&] { (void)io::parse_json(deep, "task.json"); });
+  CHECK(contains(msg, "task.json: JSON nested deeper than 128 levels at byte 129"));
+  CHECK(contains(msg, "at most 128 nested arrays and objects"));
+
+  // Inside a value of a task, and in a file read as a task or a pool.
+  const auto in_task = R"({"name": "demo", "tables": )" + deep + "}";
+  const auto file = scratch("deep_task.json");
+  {
+    std::ofstream out(file);
+    out << in_task;
+  }
+  const auto task_msg = error_of([&] { (void)io::tasks_from_json(io::read_json_file(file)); });
+  CHECK(contains(task_msg, file.string() + ": JSON nested deeper than 128 levels"));
+  const auto pool_msg = error_of([&] { (void)io::pool_from_json(io::read_json_file(file)); });
+  CHECK(contains(pool_msg, "nested deeper than 128"));
+
+  // Brackets inside strings do not count; 128 levels still parse.
+  const std::string in_string = "{\"name\": \"" + std::string(1000, '[') + "\\\"[\"}";
+  CHECK(io::parse_json(in_string)["name"].get<std::string>().size() == 1002);
+  CHECK(io::parse_json(nested_arrays(128)).is_array());
+  CHECK(contains(error_of([&] { (void)io::parse_json(nested_arrays(129)); }), "byte 129"));
+}
+
+TEST_CASE("an error shows a bounded prefix of a deep or huge value") {
+  json deep = json::array();
+  for (int i = 0; i < 2000; ++i)
+    deep = json::array({std::move(deep)});
+  const auto msg = error_of([&] { io::detail::fail_value("tables", deep, "an object"); });
+  CHECK(contains(msg, "field 'tables' = [[[[[[[[[[[[[[[[[...]"));
+  CHECK(msg.size() < 200);
+
+  json wide = json::array();
+  for (int i = 0; i < 100'000; ++i)
+    wide.push_back(i);
+  const auto wide_msg = error_of([&] { io::detail::fail_value("dims", wide, "a number"); });
+  CHECK(contains(wide_msg, "field 'dims' = [0,1,2,3,4,5,6,7,8,9,10,"));
+  CHECK(contains(wide_msg, "...: expected a number"));
+  CHECK(wide_msg.size() < 200);
+
+  // Small values read as json::dump() writes them.
+  const json small = {{"a", json::array({1, 2.5, "x"})}, {"b", nullptr}, {"c", json::object()}};
+  CHECK(io::detail::display(small) == small.dump());
+  CHECK(io::detail::display(json(std::string(500, 'z'))) == "\"" + std::string(76, 'z') + "...");
+}
+
+TEST_CASE("special files are refused as JSON files, naming the path") {
+  for (const std::filesystem::path special : {"/dev/zero", "/dev/null"}) {
+    if (!std::filesystem::exists(special)) continue;
+    const auto msg = error_of([&] { (void)io::read_json_file(special); });
+    CHECK(contains(msg, "field 'file' = \"" + special.string() + "\""));
+    CHECK(contains(msg, "not a regular file"));
+  }
+  const auto dir = scratch("a_directory.json");
+  std::filesystem::create_directories(dir);
+  const auto msg = error_of([&] { (void)io::read_json_file(dir); });
+  CHECK(contains(msg, dir.string()));
+  CHECK(contains(msg, "a directory is not a regular file"));
 }
 
 // ------------------------------------------------------------------ tables, pools

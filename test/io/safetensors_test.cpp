@@ -184,7 +184,33 @@ TEST_CASE("safetensors: files on disk") {
   const auto msg = error_of([&] { embplan::io::read_safetensors(missing); });
   CHECK(msg.find(missing) != std::string::npos);
   CHECK(msg.find("an existing safetensors file") != std::string::npos);
-  CHECK(error_of([&] { embplan::io::read_safetensors(dir); }).find("not a directory") !=
+  CHECK(error_of([&] {
+          embplan::io::read_safetensors(dir);
+        }).find("a directory is not a regular file") != std::string::npos);
+}
+
+TEST_CASE("safetensors: special files are refused, naming the path") {
+  // /dev/zero was read until memory ran out.
+  for (const std::string special : {"/dev/zero", "/dev/null"}) {
+    if (!std::filesystem::exists(special)) continue;
+    const auto msg = error_of([&] { embplan::io::read_safetensors(special); });
+    CHECK(msg.find("field 'file' = \"" + special + "\"") != std::string::npos);
+    CHECK(msg.find("a safetensors file; a device, pipe or socket is not a regular file") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("safetensors: a deeply nested header is refused at the depth limit") {
+  // 100000 levels overflowed the recursive JSON parser with a SIGSEGV.
+  const std::size_t depth = 100'000;
+  const std::string header = std::string(depth, '[') + std::string(depth, ']');
+  std::vector<std::byte> bytes(8);
+  for (std::size_t i = 0; i < 8; ++i)
+    bytes[i] = static_cast<std::byte>((header.size() >> (8 * i)) & 0xff);
+  for (const char c : header)
+    bytes.push_back(static_cast<std::byte>(c));
+  const auto msg = error_of([&] { parse_safetensors(bytes, "deep.safetensors"); });
+  CHECK(msg.find("deep.safetensors: header: JSON nested deeper than 128 levels at byte 137") !=
         std::string::npos);
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -63,20 +64,26 @@ inline std::vector<compute_record> read_compute_records(const std::filesystem::p
       path, "compute record", detail::compute_record_keys,
       [](const nlohmann::json& j, const std::string& where) {
         compute_record r;
-        r.id = j.at("id").get<std::int64_t>();
-        r.tables = j.at("tables").get<std::vector<std::size_t>>();
-        r.dims = j.at("dims").get<std::vector<std::int32_t>>();
-        r.forward_ms = j.at("forward_ms").get<double>();
-        r.backward_ms = j.at("backward_ms").get<double>();
-        r.total_ms = j.at("total_ms").get<double>();
-        r.batch_size = j.at("batch_size").get<std::int64_t>();
-        r.meter = j.at("meter").get<std::string>();
+        constexpr auto int64_max = std::numeric_limits<std::int64_t>::max();
+        r.id = detail::record_int(j, "id", where, 0, int64_max, "a non-negative integer");
+        for (const auto t : detail::record_ints(j, "tables", where, 0, int64_max,
+                                                "a non-negative integer (a pool index)")) {
+          r.tables.push_back(static_cast<std::size_t>(t));
+        }
+        for (const auto d :
+             detail::record_ints(j, "dims", where, 1, std::numeric_limits<std::int32_t>::max(),
+                                 "a positive 32-bit integer")) {
+          r.dims.push_back(static_cast<std::int32_t>(d));
+        }
+        r.forward_ms = detail::record_time(j, "forward_ms", where);
+        r.backward_ms = detail::record_time(j, "backward_ms", where);
+        r.total_ms = detail::record_time(j, "total_ms", where, true);
+        r.batch_size =
+            detail::record_int(j, "batch_size", where, 1, int64_max, "a positive integer");
+        r.meter = detail::record_string(j, "meter", where);
         if (r.tables.size() != r.dims.size() || r.tables.empty()) {
           embplan::detail::fail(where + ".dims", r.dims.size(),
                                 "one dim per table (" + std::to_string(r.tables.size()) + ")");
-        }
-        if (!(r.total_ms > 0.0) || !std::isfinite(r.total_ms)) {
-          embplan::detail::fail(where + ".total_ms", r.total_ms, "a positive time");
         }
         return r;
       });

@@ -68,13 +68,16 @@ inline std::vector<comm_record> read_comm_records(const std::filesystem::path& p
       path, "comm record", detail::comm_record_keys,
       [](const nlohmann::json& j, const std::string& where) {
         comm_record r;
-        r.id = j.at("id").get<std::int64_t>();
-        r.dim_sum = j.at("dim_sum").get<std::vector<std::int64_t>>();
-        r.start_ms = j.at("start_ms").get<std::vector<double>>();
-        r.forward_ms = j.at("forward_ms").get<std::vector<double>>();
-        r.backward_ms = j.at("backward_ms").get<std::vector<double>>();
-        r.batch_size = j.at("batch_size").get<std::int64_t>();
-        r.meter = j.at("meter").get<std::string>();
+        constexpr auto int64_max = std::numeric_limits<std::int64_t>::max();
+        r.id = detail::record_int(j, "id", where, 0, int64_max, "a non-negative integer");
+        r.dim_sum =
+            detail::record_ints(j, "dim_sum", where, 0, int64_max, "a non-negative dim sum");
+        r.start_ms = detail::record_times(j, "start_ms", where);
+        r.forward_ms = detail::record_times(j, "forward_ms", where);
+        r.backward_ms = detail::record_times(j, "backward_ms", where);
+        r.batch_size =
+            detail::record_int(j, "batch_size", where, 1, int64_max, "a positive integer");
+        r.meter = detail::record_string(j, "meter", where);
         const std::size_t n = r.dim_sum.size();
         if (n == 0) embplan::detail::fail(where + ".dim_sum", "[]", "one dim sum per device");
         const auto same = [&](const char* key, std::size_t got) {
@@ -86,25 +89,6 @@ inline std::vector<comm_record> read_comm_records(const std::filesystem::path& p
         same("start_ms", r.start_ms.size());
         same("forward_ms", r.forward_ms.size());
         same("backward_ms", r.backward_ms.size());
-        for (std::size_t d = 0; d < n; ++d) {
-          const auto bad = [](double v) { return !std::isfinite(v) || v < 0.0; };
-          if (r.dim_sum[d] < 0) {
-            embplan::detail::fail(where + ".dim_sum[" + std::to_string(d) + "]", r.dim_sum[d],
-                                  "a non-negative dim sum");
-          }
-          if (!std::isfinite(r.start_ms[d])) {
-            embplan::detail::fail(where + ".start_ms[" + std::to_string(d) + "]", r.start_ms[d],
-                                  "a finite time");
-          }
-          if (bad(r.forward_ms[d])) {
-            embplan::detail::fail(where + ".forward_ms[" + std::to_string(d) + "]", r.forward_ms[d],
-                                  "a finite time >= 0");
-          }
-          if (bad(r.backward_ms[d])) {
-            embplan::detail::fail(where + ".backward_ms[" + std::to_string(d) + "]",
-                                  r.backward_ms[d], "a finite time >= 0");
-          }
-        }
         return r;
       });
 }

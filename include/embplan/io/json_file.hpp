@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -12,14 +11,16 @@
 #include <nlohmann/json.hpp>
 
 #include "embplan/core/error.hpp"
+#include "embplan/io/detail/input_guard.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::io {
 
 // Parses `text`; malformed or truncated input throws embplan::error naming
 // `source` (a file path, or "<input>"), the byte offset and what the parser
-// expected there.
+// expected there; so does nesting deeper than detail::json_max_depth.
 inline nlohmann::json parse_json(std::string_view text, std::string_view source = "<input>") {
+  detail::check_json_depth(text, source);
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
@@ -44,21 +45,11 @@ inline nlohmann::json parse_json(std::string_view text, std::string_view source 
   }
 }
 
+// Reads a regular file of at most detail::json_max_file_bytes: a directory,
+// a device such as /dev/zero or a FIFO is refused, naming the path.
 inline nlohmann::json read_json_file(const std::filesystem::path& file) {
-  const std::string name = file.string();
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    embplan::detail::fail("file", name, "an existing JSON file");
-  }
-  if (std::filesystem::is_directory(file, ec)) {
-    embplan::detail::fail("file", name, "a JSON file, not a directory");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) embplan::detail::fail("file", name, "a readable JSON file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) embplan::detail::fail("file", name, "a readable JSON file");
-  return parse_json(buffer.str(), name);
+  return parse_json(detail::read_regular_file(file, "JSON file", detail::json_max_file_bytes),
+                    file.string());
 }
 
 // Writes `value` indented by 2, with a trailing newline. Invalid UTF-8 in

@@ -294,27 +294,12 @@ inline safetensors_file parse_safetensors(std::span<const std::byte> bytes,
   return out;
 }
 
+// Reads a regular file of at most detail::safetensors_max_file_bytes: a
+// directory, a device such as /dev/zero or a FIFO is refused, naming the path.
 inline safetensors_file read_safetensors(const std::filesystem::path& file) {
-  const std::string name = file.string();
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    embplan::detail::fail("file", name, "an existing safetensors file");
-  }
-  if (std::filesystem::is_directory(file, ec)) {
-    embplan::detail::fail("file", name, "a safetensors file, not a directory");
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) embplan::detail::fail("file", name, "a readable safetensors file");
-  std::vector<std::byte> bytes;
-  std::vector<char> chunk(1 << 16);
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto got = static_cast<std::size_t>(in.gcount());
-    const auto* first = reinterpret_cast<const std::byte*>(chunk.data());
-    bytes.insert(bytes.end(), first, first + got);
-  }
-  if (in.bad()) embplan::detail::fail("file", name, "a readable safetensors file");
-  return parse_safetensors(bytes, name);
+  const std::string bytes =
+      detail::read_regular_file(file, "safetensors file", detail::safetensors_max_file_bytes);
+  return parse_safetensors(std::as_bytes(std::span(bytes.data(), bytes.size())), file.string());
 }
 
 // The bytes of `file` in the safetensors format. Each tensor is stored in its

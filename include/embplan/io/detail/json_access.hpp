@@ -25,12 +25,57 @@ namespace embplan::inline EMBPLAN_ABI::io::detail {
 using embplan::detail::path;
 using nlohmann::json;
 
-// The value as JSON text, shortened so a large object does not flood a message.
+// The value as compact JSON text, cut to about 80 characters so a large value
+// does not flood a message. Written iteratively and only as far as shown:
+// json::dump() recurses once per level and writes the whole value first, so a
+// deeply nested or huge value would overflow the stack or take all memory.
 inline std::string display(const json& value) {
   constexpr std::size_t max_chars = 80;
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  constexpr std::size_t max_levels = 16;  // deeper containers show as [...] / {...}
+  std::string text;
+  const auto scalar = [&](const json& v) {
+    if (v.is_string()) {
+      const auto& s = v.get_ref<const std::string&>();
+      text += json(s.substr(0, max_chars)).dump(-1, ' ', false, json::error_handler_t::replace);
+    } else {
+      text += v.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+  };
+  struct level {
+    const json* container;
+    json::const_iterator next;
+  };
+  std::vector<level> open;
+  // Writes `v` if it is a scalar or too deep to open; opens it otherwise.
+  const auto start = [&](const json& v) {
+    if (!v.is_structured()) {
+      scalar(v);
+    } else if (open.size() >= max_levels && !v.empty()) {
+      text += v.is_array() ? "[...]" : "{...}";
+    } else {
+      text += v.is_array() ? '[' : '{';
+      open.push_back({&v, v.cbegin()});
+    }
+  };
+  start(value);
+  while (!open.empty() && text.size() <= max_chars) {
+    auto& top = open.back();
+    if (top.next == top.container->cend()) {
+      text += top.container->is_array() ? ']' : '}';
+      open.pop_back();
+      continue;
+    }
+    if (top.next != top.container->cbegin()) text += ',';
+    const auto it = top.next++;
+    if (top.container->is_object()) {
+      text +=
+          json(it.key().substr(0, max_chars)).dump(-1, ' ', false, json::error_handler_t::replace);
+      text += ':';
+    }
+    start(*it);  // may invalidate `top`
+  }
   if (text.size() > max_chars) {
-    text.resize(max_chars - 3);
+    text.resize(std::min(text.size(), max_chars - 3));
     text += "...";
   }
   return text;

@@ -22,6 +22,7 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/io/detail/half_float.hpp"
+#include "embplan/io/detail/input_guard.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::io::detail {
@@ -29,6 +30,10 @@ namespace embplan::inline EMBPLAN_ABI::io::detail {
 // The reference implementation refuses headers above 100 MB; so do we, before
 // allocating anything for one.
 inline constexpr std::uint64_t safetensors_max_header_bytes = 100'000'000;
+
+// The largest file read_safetensors loads (16 GiB): far above any cost model,
+// and refused before anything is allocated.
+inline constexpr std::uint64_t safetensors_max_file_bytes = std::uint64_t{1} << 34;
 
 // Integers read into float32 must come back exactly: |v| <= 2^24.
 inline constexpr std::int64_t safetensors_max_exact_int = 16777216;
@@ -193,6 +198,7 @@ inline void encode_elements(const st_dtype_info& dtype, std::span<const float> v
 // become embplan::error naming `source`.
 inline nlohmann::json parse_st_header(std::string_view text, std::string_view source) {
   using nlohmann::json;
+  check_json_depth(text, st_field(source, "header"), 9);  // byte 9 of the file
   std::vector<std::set<std::string>> open_objects;
   std::string top_key;    // the tensor (or __metadata__) whose entry is being read
   std::string duplicate;  // the first duplicate key, as a field path
