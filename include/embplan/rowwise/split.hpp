@@ -208,10 +208,9 @@ struct split_oversized {
         std::uint64_t total_free = 0;
         for (std::size_t d = 0; d < devices; ++d)
           total_free += detail::free_bytes(t, st, d);
-        out.failure = search::no_device_for(t, st, i, rule) +
-                      "; split by rows across all " + std::to_string(devices) +
-                      " devices it still does not fit (" + std::to_string(total_free) +
-                      " bytes free in all)";
+        out.failure = search::no_device_for(t, st, i, rule) + "; split by rows across all " +
+                      std::to_string(devices) + " devices it still does not fit (" +
+                      std::to_string(total_free) + " bytes free in all)";
         return out;
       }
       for (const auto& s : *pieces) {
