@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "embplan/core/costs.hpp"
+#include "embplan/core/random.hpp"
 
 namespace {
 
@@ -85,6 +86,91 @@ TEST_CASE("coverage errors name the table") {
       {.table = 0, .device = 0, .col_begin = 0, .col_end = 16, .row_begin = 0, .row_end = 50});
   gap.shards.push_back(embplan::whole_table(t, 1, 1));
   CHECK(message_of(gap, t).find("missing") != std::string::npos);
+}
+
+TEST_CASE("coverage of a table in 50,000 one-row shards: valid, an overlap and a gap found") {
+  constexpr std::int64_t rows = 50000;
+  embplan::task t;
+  t.name = "many";
+  t.cluster = embplan::uniform_topology(4);
+  embplan::table_spec spec;
+  spec.name = "big";
+  spec.rows = rows;
+  spec.dim = 8;
+  spec.pooling_factor = 1.0;
+  t.tables.push_back(spec);
+  embplan::plan p;
+  for (std::int64_t r = rows; r-- > 0;) {  // listed bottom-up: the check must not rely on order
+    p.shards.push_back({.table = 0,
+                        .device = static_cast<std::uint32_t>(r % 4),
+                        .col_begin = 0,
+                        .col_end = 8,
+                        .row_begin = r,
+                        .row_end = r + 1});
+  }
+  const embplan::plan_check no_memory{.memory = false};
+  CHECK(message_of(p, t, no_memory).empty());
+
+  auto overlap = p;  // shard 100 (row 49899) grows into row 49900, shard 99's
+  overlap.shards[100].row_end += 1;
+  auto msg = message_of(overlap, t, no_memory);
+  CHECK(msg.find("tables[0]") != std::string::npos);
+  CHECK(msg.find("shards 99 and 100 overlap") != std::string::npos);
+
+  auto gap = p;  // row 30000 uncovered
+  gap.shards.erase(gap.shards.begin() + (rows - 1 - 30000));
+  msg = message_of(gap, t, no_memory);
+  CHECK(msg.find("\"big\"") != std::string::npos);
+  CHECK(msg.find("some are missing") != std::string::npos);
+}
+
+TEST_CASE("column pieces and row pieces of one table: overlaps found exactly") {
+  const auto t = two_tables_two_devices();  // tables of 100 rows x 16 columns
+  const auto piece = [](std::int32_t c0, std::int32_t c1, std::int64_t r0, std::int64_t r1) {
+    return embplan::shard{
+        .table = 0, .device = 0, .col_begin = c0, .col_end = c1, .row_begin = r0, .row_end = r1};
+  };
+  embplan::plan mixed;  // columns 0..8 whole; columns 8..16 split by rows
+  mixed.shards = {piece(0, 8, 0, 100), piece(8, 16, 0, 40), piece(8, 16, 40, 100),
+                  embplan::whole_table(t, 1, 1)};
+  CHECK(message_of(mixed, t).empty());
+  auto wide = mixed;  // the first row piece reaches into the whole column piece
+  wide.shards[1].col_begin = 6;
+  CHECK(message_of(wide, t).find("shards 0 and 1 overlap") != std::string::npos);
+  auto touching = mixed;  // blocks that only meet at an edge do not overlap
+  touching.shards = {piece(0, 8, 0, 50), piece(0, 8, 50, 100), piece(8, 16, 0, 50),
+                     piece(8, 16, 50, 100), embplan::whole_table(t, 1, 1)};
+  CHECK(message_of(touching, t).empty());
+
+  // Random blocks on a 6 x 6 grid: the sweep agrees with the pairwise test.
+  embplan::task grid = t;
+  grid.tables[0].rows = 6;
+  grid.tables[0].dim = 6;
+  embplan::rng gen(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    embplan::plan p;
+    const auto n = 2 + gen.below(5);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const auto c0 = static_cast<std::int32_t>(gen.below(6));
+      const auto c1 =
+          c0 + 1 + static_cast<std::int32_t>(gen.below(static_cast<std::uint64_t>(6 - c0)));
+      const auto r0 = static_cast<std::int64_t>(gen.below(6));
+      const auto r1 =
+          r0 + 1 + static_cast<std::int64_t>(gen.below(static_cast<std::uint64_t>(6 - r0)));
+      p.shards.push_back(piece(c0, c1, r0, r1));
+    }
+    p.shards.push_back(embplan::whole_table(grid, 1, 1));
+    bool pairwise = false;
+    for (std::size_t a = 0; a + 1 < p.shards.size(); ++a) {
+      for (std::size_t b = a + 1; b + 1 < p.shards.size(); ++b) {
+        const auto& x = p.shards[a];
+        const auto& y = p.shards[b];
+        pairwise = pairwise || (x.col_begin < y.col_end && y.col_begin < x.col_end &&
+                                x.row_begin < y.row_end && y.row_begin < x.row_end);
+      }
+    }
+    CHECK((message_of(p, grid).find("overlap") != std::string::npos) == pairwise);
+  }
 }
 
 TEST_CASE("references out of range and bad ranges name shard, field and value") {

@@ -336,6 +336,27 @@ TEST_CASE("neural_comm: bad input names the field and value") {
     CHECK(msg.find("metadata.embplan.batch_size") != std::string::npos);
     CHECK(msg.find("\"many\"") != std::string::npos);
   }
+  {  // a normaliser 2e9 wide declared in a small file: refused before allocating
+    auto f = base;
+    f.metadata["embplan.devices"] = "1000000000";
+    f.metadata["embplan.forward_mlp_sizes"] = "2000000000,32,16,1000000000";
+    f.metadata["embplan.backward_mlp_sizes"] = "1000000000,32,16,1000000000";
+    embplan::io::write_safetensors(dir.path / "huge.safetensors", f);
+    msg = message_of([&] { (void)embplan::neural_comm::load(dir.path / "huge.safetensors"); });
+    CHECK(msg.find("metadata.embplan.devices' = 1000000000") != std::string::npos);
+  }
+  {  // widths within the limits that the file's tensors do not hold
+    auto f = base;
+    f.metadata["embplan.devices"] = "100000";
+    f.metadata["embplan.forward_mlp_sizes"] = "200000,32,16,100000";
+    f.metadata["embplan.backward_mlp_sizes"] = "100000,32,16,100000";
+    embplan::io::write_safetensors(dir.path / "wide.safetensors", f);
+    msg = message_of([&] { (void)embplan::neural_comm::load(dir.path / "wide.safetensors"); });
+    CHECK(msg.find("metadata.embplan.forward_mlp_sizes' = \"200000,32,16,100000\"") !=
+          std::string::npos);
+    CHECK(msg.find("tensors[\"forward.hidden.0.weight\"] has shape [32, 8], not [32, 200000]") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("comm records and training: bad input names the field and value") {
@@ -358,7 +379,7 @@ TEST_CASE("comm records and training: bad input names the field and value") {
   std::ofstream(path) << R"({"id":0,"dim_sum":[4,8]})" << '\n';
   msg = message_of([&] { (void)embplan::cost::read_comm_records(path); });
   CHECK(msg.find("c.jsonl:1") != std::string::npos);
-  CHECK(msg.find("a comm record") != std::string::npos);
+  CHECK(msg.find("c.jsonl:1.start_ms' is missing") != std::string::npos);
 
   auto records = synthetic_comm(20, 4, 3);
   records[6].dim_sum.push_back(4);

@@ -12,6 +12,7 @@
 #include "embplan/cost/features.hpp"
 #include "embplan/cost/train.hpp"
 #include "embplan/data/synthetic_pool.hpp"
+#include "embplan/io/safetensors.hpp"
 #include "support/message_of.hpp"
 
 namespace fs = std::filesystem;
@@ -240,4 +241,40 @@ TEST_CASE("the committed GPU-meter model loads and is as accurate on the unseen 
   // the same H100 (README: R^2 0.979 there).
   CHECK(records == 200);
   CHECK(m.r2 == doctest::Approx(0.979).epsilon(0.002));
+}
+
+TEST_CASE("a model file declaring sizes its tensors do not hold is refused before allocating") {
+  const auto dir = fs::temp_directory_path() / ("embplan-declared-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const embplan::nn::compute_cost_net net(embplan::nn::compute_cost_net_options{}, 1);
+  embplan::neural_cost_metadata meta;
+  meta.features = embplan::cost::feature_set::neuroshard20;
+  meta.batch_size = 64;
+  embplan::neural_cost(net, meta).save(dir / "good.safetensors");
+  const auto base = embplan::io::read_safetensors(dir / "good.safetensors");
+  CHECK(base.metadata.at("embplan.table_mlp_sizes") == "20,128,32");
+  const auto load_with = [&](const std::string& key, const std::string& value) {
+    auto f = base;
+    f.metadata[key] = value;
+    embplan::io::write_safetensors(dir / "bad.safetensors", f);
+    return message_of([&] { (void)embplan::neural_cost::load(dir / "bad.safetensors"); });
+  };
+  // A layer 1e9 wide (80 GB of weights) in a file of a few KB: refused by its size.
+  auto msg = load_with("embplan.table_mlp_sizes", "20,1000000000,32");
+  CHECK(msg.find("metadata.embplan.table_mlp_sizes' = \"20,1000000000,32\"") != std::string::npos);
+  CHECK(msg.find("at most 1048576") != std::string::npos);
+  // Within the limit, but not what the file's tensors hold.
+  msg = load_with("embplan.table_mlp_sizes", "20,1000000,32");
+  CHECK(msg.find("metadata.embplan.table_mlp_sizes' = \"20,1000000,32\"") != std::string::npos);
+  CHECK(msg.find("tensors[\"t_hidden.0.weight\"] has shape [128, 20], not [1000000, 20]") !=
+        std::string::npos);
+  msg = load_with("embplan.pred_mlp_sizes", "32,500000,1");
+  CHECK(msg.find("metadata.embplan.pred_mlp_sizes' = \"32,500000,1\"") != std::string::npos);
+  CHECK(msg.find("tensors[\"c_hidden.0.weight\"] has shape [64, 32], not [500000, 32]") !=
+        std::string::npos);
+  msg = load_with("embplan.table_mlp_sizes", "20,128,32,32");
+  CHECK(msg.find("metadata.embplan.table_mlp_sizes' = \"20,128,32,32\"") != std::string::npos);
+  CHECK(msg.find("tensors[\"t_hidden.2.weight\"], shape [32, 32], is missing") !=
+        std::string::npos);
+  fs::remove_all(dir);
 }

@@ -118,3 +118,14 @@ TEST_CASE("linear refuses inputs of the wrong width, naming the field and the sh
                        embplan::error);
   CHECK_THROWS_WITH_AS(linear(0, 3), doctest::Contains("'linear.in_features' = 0"), embplan::error);
 }
+
+TEST_CASE("linear refuses absurd sizes before allocating, naming the field and the value") {
+  CHECK_THROWS_WITH_AS(
+      linear(3, Eigen::Index{1} << 21),
+      doctest::Contains("'linear.out_features' = 2097152: expected at most 1048576"),
+      embplan::error);
+  CHECK_THROWS_WITH_AS(linear(Eigen::Index{1} << 30, 3),
+                       doctest::Contains("'linear.in_features' = 1073741824"), embplan::error);
+  CHECK_THROWS_WITH_AS(linear(1 << 15, 1 << 15),
+                       doctest::Contains("'linear.weight' = \"32768 x 32768\""), embplan::error);
+}

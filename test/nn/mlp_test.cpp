@@ -115,3 +115,22 @@ TEST_CASE("mlp refuses bad sizes and inputs, naming the field") {
                        doctest::Contains("'mlp.output_grad' = \"[2, 2]\": expected [2, 1]"),
                        embplan::error);
 }
+
+TEST_CASE("mlp refuses absurd sizes before allocating any layer, naming the size") {
+  CHECK_THROWS_WITH_AS(mlp({.sizes = {4, 8, 1000000000, 1}}),
+                       doctest::Contains("'mlp_options.sizes[2]' = 1000000000: expected at most"),
+                       embplan::error);
+  CHECK_THROWS_WITH_AS(mlp({.sizes = {4, 20000, 20000}}),
+                       doctest::Contains("'mlp_options.sizes[2]' = \"20000 x 20000\""),
+                       embplan::error);
+  // The weights such an mlp would hold, computed without building it.
+  const auto shapes =
+      mlp::weight_shapes({.sizes = {3, 4, 1}, .naming = embplan::nn::mlp_naming::module_list}, "h");
+  REQUIRE(shapes.size() == 2);
+  CHECK(shapes[0].first == "h.0.weight");
+  CHECK(shapes[0].second == std::vector<std::int64_t>{4, 3});
+  CHECK(shapes[1].first == "h.1.weight");
+  CHECK(shapes[1].second == std::vector<std::int64_t>{1, 4});
+  CHECK_THROWS_WITH_AS(mlp::weight_shapes({.sizes = {3, 1 << 21}}),
+                       doctest::Contains("'mlp_options.sizes[1]' = 2097152"), embplan::error);
+}

@@ -52,3 +52,9 @@ TEST_CASE("normalizer names its tensors and refuses bad input") {
   CHECK_THROWS_WITH_AS(normalizer::fit(bad),
                        doctest::Contains("'normalizer.fit.input[1, 1]' = inf"), embplan::error);
 }
+
+TEST_CASE("normalizer refuses an absurd width before allocating, naming it") {
+  CHECK_THROWS_WITH_AS(normalizer(Eigen::Index{1} << 31),
+                       doctest::Contains("'normalizer.features' = 2147483648: expected at most"),
+                       embplan::error);
+}

@@ -145,3 +145,28 @@ TEST_CASE("the papers' checkpoints load under their PyTorch names") {
     CHECK(std::abs(y.data()[i] - out.values[static_cast<std::size_t>(i)]) <= 1e-5f);
   }
 }
+
+TEST_CASE("declared sizes the file's weights do not hold are refused, naming the declaration") {
+  const auto file = nn::state_dict(small_mlp(3));  // 0.weight [4, 3], 1.weight [1, 4]
+  const auto declared = [](std::vector<Eigen::Index> sizes) {
+    return nn::mlp::weight_shapes(
+        {.sizes = std::move(sizes), .naming = nn::mlp_naming::module_list});
+  };
+  CHECK(message_of([&] {
+          nn::require_declared_weights(file, declared({3, 4, 1}), "meta.sizes", "3,4,1");
+        }).empty());
+  auto msg = message_of([&] {
+    nn::require_declared_weights(file, declared({3, 1000000, 1}), "meta.sizes", "3,1000000,1");
+  });
+  CHECK(msg.find("'meta.sizes' = \"3,1000000,1\"") != std::string::npos);
+  CHECK(msg.find("tensors[\"0.weight\"] has shape [4, 3], not [1000000, 3]") != std::string::npos);
+  msg = message_of([&] {
+    nn::require_declared_weights(file, declared({3, 4, 5, 1}), "meta.sizes", "3,4,5,1");
+  });
+  CHECK(msg.find("'meta.sizes' = \"3,4,5,1\"") != std::string::npos);
+  CHECK(msg.find("tensors[\"1.weight\"] has shape [1, 4], not [5, 4]") != std::string::npos);
+  msg = message_of([&] {
+    nn::require_declared_weights(file, declared({3, 4, 1, 1}), "meta.sizes", "3,4,1,1");
+  });
+  CHECK(msg.find("tensors[\"2.weight\"], shape [1, 1], is missing") != std::string::npos);
+}

@@ -4,9 +4,14 @@
 // columns; row-wise splits the rows; a replica is a declared extra copy.
 
 #include <algorithm>
+#include <compare>
 #include <cstdint>
+#include <iterator>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "embplan/core/checked.hpp"
@@ -110,6 +115,56 @@ struct plan_check {
   bool memory = true;             // every device within its memory_bytes
 };
 
+namespace detail {
+
+// A shard entering (at its col_begin) or leaving (at its col_end) the sweep.
+struct column_event {
+  std::int32_t col = 0;
+  bool enters = false;  // leaving sorts first: ranges are half-open
+  std::size_t shard = 0;
+
+  friend auto operator<=>(const column_event&, const column_event&) = default;
+};
+
+// Two of the shards `ids` (valid ranges) whose blocks share a cell, as
+// (lower index, higher index), or none; O(n log n). A sweep over the columns
+// keeps the row ranges of the shards that span the current column, disjoint
+// while no overlap has been found, ordered by row_begin; a shard entering
+// overlaps one of them iff it overlaps a neighbour of its row_begin there.
+inline std::optional<std::pair<std::size_t, std::size_t>> overlapping_pair(
+    std::span<const shard> shards, std::span<const std::size_t> ids,
+    std::vector<column_event>& events) {
+  events.clear();
+  events.reserve(2 * ids.size());
+  for (const auto id : ids) {
+    events.push_back({shards[id].col_begin, true, id});
+    events.push_back({shards[id].col_end, false, id});
+  }
+  std::sort(events.begin(), events.end());
+  std::map<std::int64_t, std::size_t> active;  // row_begin -> shard
+  const auto found = [](std::size_t a, std::size_t b) {
+    return std::optional{std::pair{std::min(a, b), std::max(a, b)}};
+  };
+  for (const auto& e : events) {
+    const auto& s = shards[e.shard];
+    if (!e.enters) {
+      active.erase(s.row_begin);
+      continue;
+    }
+    const auto next = active.lower_bound(s.row_begin);
+    if (next != active.end() && shards[next->second].row_begin < s.row_end)
+      return found(e.shard, next->second);
+    if (next != active.begin()) {
+      const auto prev = std::prev(next);
+      if (shards[prev->second].row_end > s.row_begin) return found(e.shard, prev->second);
+    }
+    active.emplace_hint(next, s.row_begin, e.shard);
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 // Validates a plan against its task: references in range, each table's rows x
 // columns covered exactly once by non-replica shards (replicas must lie inside
 // the table), column pieces multiples of check.dim_multiple, memory within caps.
@@ -145,25 +200,21 @@ inline void validate(const task& t, const plan& p, plan_check check = {}) {
     }
     if (!s.replica) by_table[s.table].push_back(i);
   }
+  std::vector<detail::column_event> events;
   for (std::size_t ti = 0; ti < tables; ++ti) {
     const auto& spec = t.tables[ti];
     const auto& ids = by_table[ti];
     const auto where = detail::path("tables", ti);
     if (ids.empty()) detail::fail(where, spec.name, "a table covered by at least one shard");
     detail::uint128 area = 0;
-    for (std::size_t a = 0; a < ids.size(); ++a) {
-      const auto& x = p.shards[ids[a]];
+    for (const auto id : ids) {
+      const auto& x = p.shards[id];
       area += static_cast<detail::uint128>(x.rows()) * static_cast<detail::uint128>(x.cols());
-      for (std::size_t b = a + 1; b < ids.size(); ++b) {
-        const auto& y = p.shards[ids[b]];
-        const bool overlap = x.col_begin < y.col_end && y.col_begin < x.col_end &&
-                             x.row_begin < y.row_end && y.row_begin < x.row_end;
-        if (overlap) {
-          detail::fail(where, spec.name,
-                       "each cell covered once, but shards " + std::to_string(ids[a]) + " and " +
-                           std::to_string(ids[b]) + " overlap");
-        }
-      }
+    }
+    if (const auto pair = detail::overlapping_pair(p.shards, ids, events)) {
+      detail::fail(where, spec.name,
+                   "each cell covered once, but shards " + std::to_string(pair->first) + " and " +
+                       std::to_string(pair->second) + " overlap");
     }
     const auto full =
         static_cast<detail::uint128>(spec.rows) * static_cast<detail::uint128>(spec.dim);

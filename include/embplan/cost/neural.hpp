@@ -226,11 +226,24 @@ class neural_cost {
           path.string() + ": metadata.embplan.table_mlp_sizes", get("embplan.table_mlp_sizes"),
           "sizes starting at the feature count (" + std::to_string(o.table_features) + ")");
     }
+    const auto table_sizes = o.table_mlp_sizes;
     o.table_mlp_sizes.erase(o.table_mlp_sizes.begin());
     if (o.pred_mlp_sizes.size() < 2 || o.pred_mlp_sizes.back() != 1) {
       embplan::detail::fail(path.string() + ": metadata.embplan.pred_mlp_sizes",
                             get("embplan.pred_mlp_sizes"), "sizes ending in 1 (one cost)");
     }
+    const auto pred_sizes = o.pred_mlp_sizes;
+    // The file's tensors must back the declared sizes before the net is built.
+    nn::require_declared_weights(
+        file,
+        nn::mlp::weight_shapes({.sizes = table_sizes, .naming = nn::mlp_naming::module_list},
+                               "t_hidden"),
+        path.string() + ": metadata.embplan.table_mlp_sizes", get("embplan.table_mlp_sizes"));
+    nn::require_declared_weights(
+        file,
+        nn::mlp::weight_shapes({.sizes = pred_sizes, .naming = nn::mlp_naming::module_list},
+                               "c_hidden"),
+        path.string() + ": metadata.embplan.pred_mlp_sizes", get("embplan.pred_mlp_sizes"));
     o.pred_mlp_sizes.pop_back();
     nn::compute_cost_net net(o);
     nn::load_state_dict(net, file);

@@ -179,8 +179,9 @@ class neural_comm {
     neural_comm_metadata meta;
     const auto devices = cost::detail::parse_number<std::int64_t>(
         get("embplan.devices"), src + ": metadata.embplan.devices");
-    if (devices < 1) {
-      embplan::detail::fail(src + ": metadata.embplan.devices", devices, "at least 1 device");
+    if (devices < 1 || devices > nn::max_width / 2) {  // the forward net reads 2 x devices
+      embplan::detail::fail(src + ": metadata.embplan.devices", devices,
+                            "1 to " + std::to_string(nn::max_width / 2) + " devices");
     }
     meta.devices = static_cast<std::size_t>(devices);
     meta.meter = get("embplan.meter");
@@ -197,9 +198,9 @@ class neural_comm {
       }
     }
     const auto n = static_cast<Eigen::Index>(meta.devices);
-    auto forward = make_net(get("embplan.forward_mlp_sizes"),
+    auto forward = make_net(file, "forward", get("embplan.forward_mlp_sizes"),
                             src + ": metadata.embplan.forward_mlp_sizes", 2 * n, n);
-    auto backward = make_net(get("embplan.backward_mlp_sizes"),
+    auto backward = make_net(file, "backward", get("embplan.backward_mlp_sizes"),
                              src + ": metadata.embplan.backward_mlp_sizes", n, n);
     nn::load_state_dict(forward, file, "forward");
     nn::load_state_dict(backward, file, "backward");
@@ -247,8 +248,10 @@ class neural_comm {
   }
 
   // A zero net whose sizes are "in,h1,...,out" from the metadata, checked
-  // against the device count.
-  static nn::comm_cost_net make_net(const std::string& text, const std::string& field,
+  // against the device count and, before anything is allocated, against the
+  // weights under `prefix` in the file.
+  static nn::comm_cost_net make_net(const io::safetensors_file& file, const std::string& prefix,
+                                    const std::string& text, const std::string& field,
                                     Eigen::Index in, Eigen::Index out) {
     auto sizes = cost::detail::parse_sizes(text, field);
     if (sizes.size() < 2 || sizes.front() != in || sizes.back() != out) {
@@ -256,6 +259,11 @@ class neural_comm {
                             "sizes from " + std::to_string(in) + " inputs to " +
                                 std::to_string(out) + " outputs (the device count's)");
     }
+    nn::require_declared_weights(
+        file,
+        nn::mlp::weight_shapes({.sizes = sizes, .naming = nn::mlp_naming::module_list},
+                               prefix + ".hidden"),
+        field, text);
     nn::comm_cost_net_options o;
     o.features = in;
     o.outputs = out;

@@ -20,6 +20,30 @@
 
 namespace embplan::inline EMBPLAN_ABI::nn {
 
+// Bounds on the nets' sizes, far above every model here (widths of at most a
+// few hundred): a size read from a file beyond them is refused before any
+// allocation (DESIGN.md, "Errors": absurd declared sizes).
+inline constexpr Eigen::Index max_width = Eigen::Index{1} << 20;     // per dimension
+inline constexpr Eigen::Index max_elements = Eigen::Index{1} << 28;  // per weight matrix
+
+namespace detail {
+
+inline void require_width(Eigen::Index width, std::string_view field) {
+  if (width > max_width) {
+    embplan::detail::fail(field, width, "at most " + std::to_string(max_width) + " (2^20)");
+  }
+}
+
+// in x out within max_elements; both already within max_width, so no overflow.
+inline void require_elements(Eigen::Index in, Eigen::Index out, std::string_view field) {
+  if (in * out > max_elements) {
+    embplan::detail::fail(field, std::to_string(out) + " x " + std::to_string(in),
+                          "at most " + std::to_string(max_elements) + " (2^28) weights");
+  }
+}
+
+}  // namespace detail
+
 struct linear {
   matrix weight;  // [out, in]
   matrix bias;    // [1, out]
@@ -30,6 +54,9 @@ struct linear {
   linear(Eigen::Index in_features, Eigen::Index out_features) {
     detail::require_positive(in_features, "linear.in_features");
     detail::require_positive(out_features, "linear.out_features");
+    detail::require_width(in_features, "linear.in_features");
+    detail::require_width(out_features, "linear.out_features");
+    detail::require_elements(in_features, out_features, "linear.weight");
     weight = matrix::Zero(out_features, in_features);
     bias = matrix::Zero(1, out_features);
   }

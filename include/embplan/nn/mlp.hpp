@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "embplan/core/error.hpp"
@@ -131,6 +132,9 @@ struct mlp {
 
   // The state_dict prefix of layer k ("t_hidden.1", "2", "table_fc_0").
   std::string layer_name(std::string_view prefix, std::size_t k) const {
+    return layer_name(naming, prefix, k);
+  }
+  static std::string layer_name(mlp_naming naming, std::string_view prefix, std::size_t k) {
     switch (naming) {
       case mlp_naming::sequential:
         return embplan::detail::path(prefix, std::to_string(2 * k));
@@ -140,6 +144,20 @@ struct mlp {
         return prefix.empty() ? std::to_string(k) : std::string(prefix) + "_" + std::to_string(k);
     }
     return std::to_string(k);
+  }
+
+  // The state_dict name and PyTorch shape [out, in] of every layer's weight of
+  // an mlp with options o, without building it: a loader compares them with a
+  // file's tensors before it allocates what the file's metadata declares.
+  static std::vector<std::pair<std::string, std::vector<std::int64_t>>> weight_shapes(
+      const mlp_options& o, std::string_view prefix = {}) {
+    validate(o);
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
+    for (std::size_t k = 0; k + 1 < o.sizes.size(); ++k) {
+      out.emplace_back(embplan::detail::path(layer_name(o.naming, prefix, k), "weight"),
+                       std::vector<std::int64_t>{o.sizes[k + 1], o.sizes[k]});
+    }
+    return out;
   }
 
  private:
@@ -161,8 +179,12 @@ struct mlp {
       embplan::detail::fail("mlp_options.sizes", o.sizes.size(),
                             "at least two sizes (in_features, out_features)");
     }
-    for (std::size_t k = 0; k < o.sizes.size(); ++k)
-      detail::require_positive(o.sizes[k], embplan::detail::path("mlp_options.sizes", k));
+    for (std::size_t k = 0; k < o.sizes.size(); ++k) {
+      const auto field = embplan::detail::path("mlp_options.sizes", k);
+      detail::require_positive(o.sizes[k], field);
+      detail::require_width(o.sizes[k], field);
+      if (k > 0) detail::require_elements(o.sizes[k - 1], o.sizes[k], field);
+    }
   }
 };
 static_assert(model<mlp>);

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "embplan/core/error.hpp"
+#include "embplan/nn/linear.hpp"  // max_width
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/tensor.hpp"
 #include "embplan/version.hpp"
@@ -30,6 +31,7 @@ struct normalizer {
   // The identity on F features: mean 0, std 1.
   explicit normalizer(Eigen::Index features) {
     detail::require_positive(features, "normalizer.features");
+    detail::require_width(features, "normalizer.features");
     mean = matrix::Zero(1, features);
     stddev = matrix::Ones(1, features);
   }

@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "embplan/core/error.hpp"
@@ -114,6 +115,31 @@ void load_state_dict(M& m, const io::safetensors_file& file, std::string_view pr
   for (auto& [name, p] : targets) {
     const io::tensor& t = file.tensors.at(name);
     *p = Eigen::Map<const matrix>(t.values.data(), p->rows(), p->cols());
+  }
+}
+
+// Before a loader builds a net from sizes its file's metadata declares: each
+// weight those sizes imply (mlp::weight_shapes) must be in `file` at that
+// shape. The file's tensors are as large as the file, so a net that passes
+// allocates no more than the file holds; one that does not is refused naming
+// the metadata field and the sizes it declared (`field` = `declared`).
+inline void require_declared_weights(
+    const io::safetensors_file& file,
+    const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& weights,
+    std::string_view field, std::string_view declared) {
+  for (const auto& [name, shape] : weights) {
+    const auto it = file.tensors.find(name);
+    if (it == file.tensors.end()) {
+      embplan::detail::fail(field, declared,
+                            "sizes the file's tensors hold (tensors[\"" + name + "\"], shape " +
+                                detail::shape_text(shape) + ", is missing)");
+    }
+    if (it->second.shape != shape) {
+      embplan::detail::fail(field, declared,
+                            "sizes the file's tensors hold (tensors[\"" + name + "\"] has shape " +
+                                detail::shape_text(it->second.shape) + ", not " +
+                                detail::shape_text(shape) + ")");
+    }
   }
 }
 

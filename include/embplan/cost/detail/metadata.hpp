@@ -51,8 +51,13 @@ inline std::vector<Eigen::Index> parse_sizes(const std::string& text, const std:
     out.push_back(parse_number<Eigen::Index>(text.substr(begin, end - begin), field));
     begin = end + 1;
   }
-  for (const auto s : out)
+  for (const auto s : out) {
     if (s < 1) embplan::detail::fail(field, text, "positive sizes separated by commas");
+    if (s > nn::max_width) {
+      embplan::detail::fail(field, text,
+                            "sizes of at most " + std::to_string(nn::max_width) + " (2^20)");
+    }
+  }
   return out;
 }
 
