@@ -244,3 +244,12 @@ TEST_CASE("records: special files and directories are refused, naming the path")
   CHECK(contains(msg, "field 'file' = \"" + f.dir.string() + "\""));
   CHECK(contains(msg, "a directory is not a regular file"));
 }
+
+TEST_CASE("records: a binary line is shown escaped, never as raw bytes") {
+  const std::string binary{"\x01\x02PK\x03\x04\x7f\xff", 8};
+  const scratch_file f({binary});
+  const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.path); });
+  CHECK(contains(msg, R"("\x01\x02PK\x03\x04\x7f\xff")"));
+  for (const char c : msg)
+    CHECK((static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f));
+}

@@ -28,6 +28,25 @@ namespace embplan::inline EMBPLAN_ABI::cost::detail {
 // The largest records file read (4 GiB, some 20 million records).
 inline constexpr std::uint64_t records_max_file_bytes = std::uint64_t{1} << 32;
 
+// The first 60 bytes of a line as a message shows them: bytes outside
+// printable ASCII as \xNN, so a binary file given as records prints no raw
+// bytes to a terminal.
+inline std::string shown_prefix(std::string_view line) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : line.substr(0, 60)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += hex[b >> 4];
+      out += hex[b & 0xf];
+    }
+  }
+  return out;
+}
+
 template <class Record, class Parse>
 std::vector<Record> read_json_lines(const std::filesystem::path& path, const std::string& what,
                                     std::span<const std::string_view> known, Parse&& parse) {
@@ -45,13 +64,13 @@ std::vector<Record> read_json_lines(const std::filesystem::path& path, const std
     io::detail::check_json_depth(line, where);
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      embplan::detail::fail(where, line.substr(0, 60), "a JSON object (one record per line)");
+      embplan::detail::fail(where, shown_prefix(line), "a JSON object (one record per line)");
     }
     io::detail::check_keys(j, known, where);
     try {
       out.push_back(parse(j, where));
     } catch (const nlohmann::json::exception& e) {
-      embplan::detail::fail(where, line.substr(0, 60), "a " + what + " (" + e.what() + ")");
+      embplan::detail::fail(where, shown_prefix(line), "a " + what + " (" + e.what() + ")");
     }
   }
   return out;
