@@ -40,27 +40,31 @@ command add_collect(CLI::App& app) {
   sub->add_option("kind", a->kind, "compute | comm")->required();
   add_collect_options(sub, *a);
   add_pool_option(sub, a->pool);
-  sub->add_option("--dims", a->dims, "augmentation dims (Alg. 3)")
+  add_int_option(sub, "--dims", a->dims, "augmentation dims (Alg. 3), multiples of 4", 4, 1024)
       ->delimiter(',')
       ->capture_default_str();
-  sub->add_option("--min-tables", a->min_tables, "compute: fewest tables per combination")
+  add_int_option(sub, "--min-tables", a->min_tables, "compute: fewest tables per combination", 1,
+                 1000)
       ->capture_default_str();
-  sub->add_option("--max-tables", a->max_tables, "compute: most tables per combination")
+  add_int_option(sub, "--max-tables", a->max_tables, "compute: most tables per combination", 1,
+                 1000)
       ->capture_default_str();
-  sub->add_option("--devices", a->devices, "comm: devices (default: MPI ranks, else 4)");
-  sub->add_option("--min-place", a->min_place, "comm: fewest tables per placement")
+  add_int_option(sub, "--devices", a->devices, "comm: devices (default: MPI ranks, else 4)", 1,
+                 max_devices);
+  add_int_option(sub, "--min-place", a->min_place, "comm: fewest tables per placement", 1, 100000)
       ->capture_default_str();
-  sub->add_option("--max-place", a->max_place, "comm: most tables per placement")
+  add_int_option(sub, "--max-place", a->max_place, "comm: most tables per placement", 1, 100000)
       ->capture_default_str();
-  sub->add_option("--max-start-ms", a->max_start_ms, "comm: start times in [0, this]")
+  add_real_option(sub, "--max-start-ms", a->max_start_ms, "comm: start times in [0, this]", 0, 1e6)
       ->capture_default_str();
   add_memory_option(sub, a->memory_gib);
   sub->add_flag("--reference", a->reference,
                 "compute: pair every timed run with a fixed reference shard and scale by it "
                 "(cancels a shared machine's slow and fast spells)");
-  sub->add_option("--reference-ms", a->reference_ms,
+  add_real_option(sub, "--reference-ms", a->reference_ms,
                   "compute: the reference shard's time to scale to (implies --reference; "
-                  "default: measured once by rank 0); recorded in every record");
+                  "default: measured once by rank 0); recorded in every record",
+                  0, 1e6);
   return {sub, [a] { return run_cpu_collect(*a); }};
 }
 

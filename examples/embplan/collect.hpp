@@ -65,14 +65,16 @@ struct collect_args {
 inline void add_collect_options(CLI::App* app, collect_args& a) {
   app->add_option("--out", a.out, "JSON-lines file (appended; ids on file are skipped)")
       ->required();
-  app->add_option("--samples", a.samples, "sample ids 0..N-1 to have on file")
+  add_int_option(app, "--samples", a.samples, "sample ids 0..N-1 to have on file", 0, 1e9)
       ->capture_default_str();
-  app->add_option("--seed", a.seed, "random seed")->capture_default_str();
+  add_seed_option(app, a.seed);
   add_half_options(app, a.half, a.split_seed);
-  app->add_option("--batch-size", a.batch_size, "compute: bags per table; comm: the global batch")
+  add_int_option(app, "--batch-size", a.batch_size,
+                 "compute: bags per table; comm: the global batch", 1, 1e7)
       ->capture_default_str();
-  app->add_option("--max-weight-mib", a.max_weight_mib,
-                  "compute: weights materialised per sample, MiB (rows scaled down to fit)")
+  add_int_option(app, "--max-weight-mib", a.max_weight_mib,
+                 "compute: weights materialised per sample, MiB (rows scaled down to fit)", 1,
+                 1 << 20)
       ->capture_default_str();
   add_protocol_options(app, a.warmup, a.runs, a.drop);
   add_quiet_option(app, a.quiet);

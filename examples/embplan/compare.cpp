@@ -232,6 +232,7 @@ int run_compare(const compare_args& a) {
     }
   }
   const auto pool = load_pool(a.pool);
+  check_dim_multiple(pool, "pool.tables");
   const auto [meter, meter_text] = meter_of(a.meter, pm);
 
   nlohmann::json report;
@@ -326,11 +327,13 @@ command add_compare(CLI::App& app) {
                                  "Run every planner on the same tasks (NeuroShard Table 1 shape)");
   sub->add_option("--protocol", a->protocol, "neuroshard | dreamshard | autoshard")
       ->capture_default_str();
-  sub->add_option("--devices", a->devices, "device counts, one table each")->capture_default_str();
-  sub->add_option("--max-dim", a->max_dims, "largest table dimensions, one table each")
+  add_int_option(sub, "--devices", a->devices, "device counts, one table each", 1, max_devices)
       ->capture_default_str();
-  sub->add_option("--count", a->count, "tasks per setting")->capture_default_str();
-  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  add_int_option(sub, "--max-dim", a->max_dims, "largest table dimensions, one table each", 4, 1024)
+      ->capture_default_str();
+  add_int_option(sub, "--count", a->count, "tasks per setting", 1, max_task_count)
+      ->capture_default_str();
+  add_seed_option(sub, a->seed);
   add_memory_option(sub, a->memory_gib);
   add_pool_option(sub, a->pool);
   add_half_options(sub, a->half, a->split_seed);

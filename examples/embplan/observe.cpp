@@ -35,14 +35,15 @@ command add_observe(CLI::App& app) {
                 "only (0): CV of --repeats measurements of one 10-table shard under six "
                 "meter configurations (wall / thread CPU clock; protocol / median of 3 / "
                 "drift reference)");
-  sub->add_option("--reference-ms", a->reference_ms,
+  add_real_option(sub, "--reference-ms", a->reference_ms,
                   "--repeatability: the drift-reference rows' reference time (default: "
-                  "each meter measures it at its start)");
+                  "each meter measures it at its start)",
+                  0, 1e6);
   sub->add_flag("--separate", a->separate,
                 "(1): also time forward and backward alone, and compare each fused with "
                 "its sum (three times the measuring)");
-  sub->add_option("--max-weight-mib", a->max_weight_mib,
-                  "largest shard materialised, MiB (rows scaled down to fit)")
+  add_int_option(sub, "--max-weight-mib", a->max_weight_mib,
+                 "largest shard materialised, MiB (rows scaled down to fit)", 1, 1 << 20)
       ->capture_default_str();
   return {sub, [a] { return run_observe(*a); }};
 }

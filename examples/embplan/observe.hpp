@@ -50,13 +50,17 @@ struct observe_args {
 
 // The options `embplan observe` and `embplan_gpu observe` share.
 inline void add_observe_options(CLI::App* app, observe_args& a) {
-  app->add_option("--batch-size", a.batch_size, "bags per table")->capture_default_str();
-  app->add_option("--sets", a.sets, "(1): random multi-table sets")->capture_default_str();
-  app->add_option("--tables-per-set", a.tables_per_set, "(1): tables per set")
+  add_int_option(app, "--batch-size", a.batch_size, "bags per table", 1, 1e7)
       ->capture_default_str();
-  app->add_option("--halves", a.halves, "(2): tables split per dimension")->capture_default_str();
-  app->add_option("--repeats", a.repeats, "(0): measurements of one shard")->capture_default_str();
-  app->add_option("--seed", a.seed, "random seed")->capture_default_str();
+  add_int_option(app, "--sets", a.sets, "(1): random multi-table sets", 1, 100000)
+      ->capture_default_str();
+  add_int_option(app, "--tables-per-set", a.tables_per_set, "(1): tables per set", 2, 1000)
+      ->capture_default_str();
+  add_int_option(app, "--halves", a.halves, "(2): tables split per dimension", 1, 100000)
+      ->capture_default_str();
+  add_int_option(app, "--repeats", a.repeats, "(0): measurements of one shard", 2, 100000)
+      ->capture_default_str();
+  add_seed_option(app, a.seed);
   add_protocol_options(app, a.warmup, a.runs, a.drop);
   add_quiet_option(app, a.quiet);
 }

@@ -4,8 +4,10 @@
 // subcommand adds the groups it takes; the checks name the flag and the value.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +19,73 @@
 #include "embplan/io/json.hpp"
 
 namespace embplan_cli {
+
+// Every numeric option has a range, checked by CLI11 before the value is
+// converted and before any work: CLI11 turns "-1" into 2^64 - 1 for an
+// unsigned option without a word, and an unbounded count costs minutes or
+// gigabytes before it fails. The value is read as a long double first (exact
+// for every 64-bit integer), so a negative is refused for an unsigned option.
+// The range is appended to the help text; an error names the flag and the value.
+inline std::string range_text(long double lo, long double hi) {
+  const auto text = [](long double v) {
+    if (v == std::floor(v) && std::fabs(v) < 1e20L) {
+      return v < 0 ? "-" + std::to_string(static_cast<std::uint64_t>(-v))
+                   : std::to_string(static_cast<std::uint64_t>(v));
+    }
+    std::string s = std::to_string(static_cast<double>(v));
+    while (s.size() > 1 && s.back() == '0')
+      s.pop_back();
+    if (s.back() == '.') s.pop_back();
+    return s;
+  };
+  return "[" + text(lo) + ", " + text(hi) + "]";
+}
+
+// Its message is the library's ("field '--count' = -1: expected ..."); main.cpp
+// drops the "--count: " CLI11 puts before it.
+inline CLI::Validator number_range(const std::string& name, long double lo, long double hi,
+                                   bool integer) {
+  const std::string range = range_text(lo, hi);
+  const std::string kind = integer ? "an integer" : "a number";
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        long double v = 0;
+        const bool ok = CLI::detail::lexical_cast(s, v) && std::isfinite(v) &&
+                        (!integer || v == std::floor(v)) && v >= lo && v <= hi;
+        return ok ? std::string{}
+                  : "field '" + name + "' = " + s + ": expected " + kind + " in " + range;
+      },
+      "", "range " + range);
+}
+
+// An integer option (or a list of them) whose values must lie in [lo, hi].
+template <class T>
+CLI::Option* add_int_option(CLI::App* app, const std::string& name, T& value, std::string help,
+                            long double lo, long double hi) {
+  help += " (range " + range_text(lo, hi) + ")";
+  return app->add_option(name, value, help)->check(number_range(name, lo, hi, true));
+}
+
+// A real-valued option whose value must be finite and in [lo, hi].
+template <class T>
+CLI::Option* add_real_option(CLI::App* app, const std::string& name, T& value, std::string help,
+                             long double lo, long double hi) {
+  help += " (range " + range_text(lo, hi) + ")";
+  return app->add_option(name, value, help)->check(number_range(name, lo, hi, false));
+}
+
+// The common ranges (documented in --help and README's CLI section).
+inline constexpr long double max_seed = 18446744073709551615.0L;  // 2^64 - 1
+inline constexpr long double max_devices = 65536;
+inline constexpr long double max_task_count = 1'000'000;
+inline constexpr long double max_tables = 1'000'000;
+
+// --seed (and the like): any unsigned 64-bit value; a negative is refused.
+inline CLI::Option* add_seed_option(CLI::App* app, std::uint64_t& seed,
+                                    const std::string& name = "--seed",
+                                    const std::string& help = "random seed") {
+  return add_int_option(app, name, seed, help, 0, max_seed)->capture_default_str();
+}
 
 // --pool: the table pool.
 inline void add_pool_option(CLI::App* app, std::string& pool) {
@@ -40,9 +109,8 @@ inline void check_output_path(std::string_view flag, const std::string& path) {
 
 // --split-seed: DreamShard's split of the pool into disjoint train and test halves.
 inline void add_split_seed_option(CLI::App* app, std::uint64_t& split_seed) {
-  app->add_option("--split-seed", split_seed,
-                  "seed of the pool's split into disjoint train and test halves")
-      ->capture_default_str();
+  add_seed_option(app, split_seed, "--split-seed",
+                  "seed of the pool's split into disjoint train and test halves");
 }
 
 // --half (+ --split-seed): which tables of the pool a subcommand draws from.
@@ -68,7 +136,8 @@ inline embplan::data::pool_half pool_half_of(const std::string& half, bool takes
 
 // --memory-gib: the memory of every device.
 inline void add_memory_option(CLI::App* app, double& memory_gib) {
-  app->add_option("--memory-gib", memory_gib, "memory per device for embedding tables, GiB")
+  add_real_option(app, "--memory-gib", memory_gib, "memory per device for embedding tables, GiB", 0,
+                  1e9)
       ->capture_default_str();
 }
 
@@ -101,9 +170,10 @@ inline void add_meter_options(CLI::App* app, meter_args& m) {
   app->add_flag("--reference", m.reference,
                 "--meter measured: pair every timed run with a fixed reference shard and scale "
                 "by it (cancels a shared machine's slow and fast spells)");
-  app->add_option("--reference-ms", m.reference_ms,
+  add_real_option(app, "--reference-ms", m.reference_ms,
                   "--meter measured: the reference shard's time to scale to (implies "
-                  "--reference; default: measured once at the start)");
+                  "--reference; default: measured once at the start)",
+                  0, 1e6);
 }
 
 // --quiet: no progress line (progress.hpp; shown only when stderr is a terminal).
@@ -113,9 +183,9 @@ inline void add_quiet_option(CLI::App* app, bool& quiet) {
 
 // --warmup, --runs, --drop: AutoShard's measuring protocol (bench/protocol.hpp).
 inline void add_protocol_options(CLI::App* app, int& warmup, int& runs, int& drop) {
-  app->add_option("--warmup", warmup, "protocol: warm-up runs")->capture_default_str();
-  app->add_option("--runs", runs, "protocol: measured runs")->capture_default_str();
-  app->add_option("--drop", drop, "protocol: highest and lowest runs dropped")
+  add_int_option(app, "--warmup", warmup, "protocol: warm-up runs", 0, 1000)->capture_default_str();
+  add_int_option(app, "--runs", runs, "protocol: measured runs", 1, 1000)->capture_default_str();
+  add_int_option(app, "--drop", drop, "protocol: highest and lowest runs dropped", 0, 499)
       ->capture_default_str();
 }
 

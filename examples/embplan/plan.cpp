@@ -77,6 +77,54 @@ std::vector<const embplan::shard*> by_table(const embplan::plan& p) {
   return out;
 }
 
+// The CLI's bound on a task's devices (the library reader allows 2^20): a
+// small file must not ask for gigabytes of per-device state.
+constexpr std::size_t max_task_devices = 65536;
+
+void check_device_count(const nlohmann::json& task, const std::string& where) {
+  if (!task.is_object()) return;  // the library's reader names what is wrong
+  const auto cluster = task.find("cluster");
+  if (cluster == task.end() || !cluster->is_object()) return;
+  const auto too_many = [&](const std::string& field, const nlohmann::json& value, bool count) {
+    embplan::detail::fail(where + ".cluster." + field,
+                          count ? value.dump() : std::to_string(value.size()) + " devices",
+                          "at most " + std::to_string(max_task_devices) + " devices per task");
+  };
+  if (const auto c = cluster->find("count");
+      c != cluster->end() && c->is_number() && c->get<double>() > double(max_task_devices)) {
+    too_many("count", *c, true);
+  }
+  if (const auto d = cluster->find("devices");
+      d != cluster->end() && d->is_array() && d->size() > max_task_devices) {
+    too_many("devices", *d, false);
+  }
+}
+
+// The task --index picks: the file is read once and only that task is
+// converted, so a file of many large tasks costs the memory of one.
+embplan::task load_task(const std::string& file, std::size_t index) {
+  const auto j = embplan::io::read_json_file(file);
+  const auto tasks = j.is_object() ? j.find("tasks") : j.end();
+  if (j.is_object() && j.size() == 1 && tasks != j.end() && tasks->is_array() && !tasks->empty()) {
+    if (index >= tasks->size()) {
+      embplan::detail::fail(
+          "--index", index,
+          "an index below the " + std::to_string(tasks->size()) + " tasks in " + file);
+    }
+    const std::string where = "tasks[" + std::to_string(index) + "]";
+    check_device_count((*tasks)[index], where);
+    return embplan::io::task_from_json((*tasks)[index], where);
+  }
+  // One task, or a file the library's reader explains.
+  if (j.is_object() && tasks == j.end()) check_device_count(j, "task");
+  auto all = embplan::io::tasks_from_json(j);
+  if (index >= all.size()) {
+    embplan::detail::fail("--index", index,
+                          "an index below the " + std::to_string(all.size()) + " tasks in " + file);
+  }
+  return std::move(all[index]);
+}
+
 int run_plan(const plan_args& a) {
   // Every option checked before the first line of output.
   const std::string planner = parse_planner(a.planner, "--planner");
@@ -85,13 +133,8 @@ int run_plan(const plan_args& a) {
   check_output_path("--torchrec", a.torchrec);
   check_output_path("--trace", a.trace);
   check_output_path("--json", a.json);
-  const auto tasks = embplan::io::tasks_from_json(embplan::io::read_json_file(a.task));
-  if (a.index >= tasks.size()) {
-    embplan::detail::fail(
-        "--index", a.index,
-        "an index below the " + std::to_string(tasks.size()) + " tasks in " + a.task);
-  }
-  const auto& t = tasks[a.index];
+  const auto t = load_task(a.task, a.index);
+  check_dim_multiple(t.tables, "task.tables");
   const auto pm = load_planning_model(a.model);
   const bool measured = a.meter.name == "measured";
 #if defined(EMBPLAN_WITH_MPI)
@@ -233,10 +276,11 @@ command add_plan(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "plan", "Plan one task: which table (and piece) went to which device, per-device costs");
   sub->add_option("--task", a->task, "task JSON (one task or {\"tasks\": [...]})")->required();
-  sub->add_option("--index", a->index, "which task of the file")->capture_default_str();
+  add_int_option(sub, "--index", a->index, "which task of the file", 0, max_task_count - 1)
+      ->capture_default_str();
   sub->add_option("--planner", a->planner, "planner: one of " + planner_list())
       ->capture_default_str();
-  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  add_seed_option(sub, a->seed);
   sub->add_option("--out", a->out, "write the plan as JSON");
   sub->add_option("--torchrec", a->torchrec,
                   "write a TorchRec-style ParameterSharding description");

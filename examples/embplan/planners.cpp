@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "embplan/constraint/dim_multiple.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/run_preset.hpp"
@@ -92,6 +93,19 @@ std::string rowwise_hint(const std::string& planner) {
       base == "torchrec" ? "rowwise_torchrec" : "rowwise_" + base + " or rowwise_torchrec";
   return "try a rowwise_ planner (e.g. " + examples +
          "), which splits a table that fits no device by rows";
+}
+
+void check_dim_multiple(std::span<const embplan::table_spec> tables, std::string_view where) {
+  const std::int32_t multiple = embplan::dim_multiple{}.multiple;
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    if (tables[i].dim % multiple == 0) continue;
+    const std::string field = std::string(where) + "[" + std::to_string(i) + "].dim";
+    embplan::detail::fail(field, tables[i].dim,
+                          "a multiple of " + std::to_string(multiple) + " for table " +
+                              std::to_string(i) + " '" + tables[i].name +
+                              "' (every planner places pieces of a multiple of " +
+                              std::to_string(multiple) + " columns)");
+  }
 }
 
 std::string failure_text(const std::string& planner, const std::string& failure,

@@ -3,6 +3,7 @@
 // parser for both, and the one place that runs a preset and reads its
 // embplan::plan_result (so a change to either is adapted here alone).
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,12 @@ planned run_planner(const std::string& name, const embplan::task& t, std::uint64
 // The tables of `t` larger than the memory of every device: what the
 // rowwise_ planners split by rows, and every other planner fails on.
 std::size_t oversized_tables(const embplan::task& t);
+
+// Every preset plans under embplan::default_constraint, whose dim_multiple
+// places only pieces of a multiple of 4 columns: a table of another dim fits
+// no device whatever its memory. Refused before planning, naming `where`'s
+// table (index and name), its dim and the rule.
+void check_dim_multiple(std::span<const embplan::table_spec> tables, std::string_view where);
 
 // A failure for a person: sizes in GiB ("4294967296 bytes" -> "4.000 GiB"),
 // and, where `t` holds an oversized table and `planner` does not split by

@@ -10,6 +10,7 @@
 #include "embplan/data/pool_stats.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/io/json.hpp"
+#include "options.hpp"
 
 namespace embplan_cli {
 
@@ -39,8 +40,9 @@ command add_pool(CLI::App& app) {
   auto a = std::make_shared<pool_args>();
   auto* sub = app.add_subcommand(
       "pool", "Generate the synthetic MetaSyn-like pool and print its statistics");
-  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
-  sub->add_option("--tables", a->tables, "number of tables")->capture_default_str();
+  add_seed_option(sub, a->seed);
+  add_int_option(sub, "--tables", a->tables, "number of tables", 1, max_tables)
+      ->capture_default_str();
   sub->add_option("--out", a->out, "write the pool as JSON");
   return {sub, [a] { return run_pool(*a); }};
 }

@@ -16,6 +16,7 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/rowwise/sizing.hpp"
+#include "options.hpp"
 #include "text_table.hpp"
 
 namespace embplan_cli {
@@ -100,13 +101,14 @@ command add_size(CLI::App& app) {
   auto a = std::make_shared<size_args>();
   auto* sub = app.add_subcommand(
       "size", "Table bytes per dtype and optimizer, shards per server budget, QR compression");
-  sub->add_option("--rows", a->rows, "table rows N")->required();
-  sub->add_option("--dim", a->dim, "embedding dimension d")->required();
+  add_int_option(sub, "--rows", a->rows, "table rows N", 1, 1e15)->required();
+  add_int_option(sub, "--dim", a->dim, "embedding dimension d", 1, 65536)->required();
   sub->add_option("--dtype", a->dtype, "fp32 | fp16 | int8")->capture_default_str();
   sub->add_option("--optimizer", a->optimizer, "none | sgd | adam | rowwise_adagrad")
       ->capture_default_str();
-  sub->add_option("--budget-gib", a->budget_gib, "per-server memory budget, GiB");
-  sub->add_option("--qr-m", a->qr_m, "remainder-table size m (default: the optimal m)");
+  add_real_option(sub, "--budget-gib", a->budget_gib, "per-server memory budget, GiB", 0, 1e9);
+  add_int_option(sub, "--qr-m", a->qr_m, "remainder-table size m (default: the optimal m)", 1,
+                 1e15);
   return {sub, [a] { return run_size(*a); }};
 }
 

@@ -30,6 +30,7 @@
 #include "embplan/rowwise/replication.hpp"
 #include "embplan/rowwise/sizing.hpp"
 #include "embplan/rowwise/zipf.hpp"
+#include "options.hpp"
 #include "text_table.hpp"
 
 namespace embplan_cli {
@@ -51,6 +52,9 @@ struct skew_args {
   std::uint32_t workers = 8;
   std::uint64_t top = 3;
 };
+
+// Each requested ID is held in memory (8 bytes) and drawn: 10^8 is 800 MB.
+inline constexpr long double max_requests = 1e8;
 
 namespace detail {
 
@@ -82,7 +86,10 @@ inline std::string routing_text(embplan::rowwise::replica_routing r, std::uint64
 int run_skew(const skew_args& a) {
   namespace rw = embplan::rowwise;
   if (a.dim <= 0) embplan::detail::fail("--dim", a.dim, "a positive dimension");
-  if (a.requests == 0) embplan::detail::fail("--requests", a.requests, "at least 1 request");
+  if (a.requests == 0 || a.requests > static_cast<std::uint64_t>(max_requests)) {
+    embplan::detail::fail("--requests", a.requests,
+                          "a request count in " + range_text(1, max_requests));
+  }
   if (a.replicate && (*a.replicate < 0 || *a.replicate > a.rows)) {
     embplan::detail::fail("--replicate", *a.replicate,
                           "a k in [0, rows = " + std::to_string(a.rows) + "]");
@@ -227,25 +234,33 @@ command add_skew(CLI::App& app) {
   auto a = std::make_shared<skew_args>();
   auto* sub = app.add_subcommand(
       "skew", "Row-wise hash sharding of one table: load skew, hot-row replication, gather check");
-  sub->add_option("--rows", a->rows, "table rows N")->capture_default_str();
-  sub->add_option("--dim", a->dim, "embedding dimension d")->capture_default_str();
-  sub->add_option("--shards", a->shards, "shards S")->capture_default_str();
-  sub->add_option("--requests", a->requests, "requested IDs in the batch")->capture_default_str();
-  sub->add_option("--zipf", a->zipf, "Zipf exponent of the requests")->capture_default_str();
-  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
-  sub->add_option("--multiplier", a->multiplier, "hash multiplier A: shard = (id * A) mod S")
+  add_int_option(sub, "--rows", a->rows, "table rows N", 1, 1e12)->capture_default_str();
+  add_int_option(sub, "--dim", a->dim, "embedding dimension d", 1, 65536)->capture_default_str();
+  add_int_option(sub, "--shards", a->shards, "shards S", 1, max_devices)->capture_default_str();
+  add_int_option(sub, "--requests", a->requests, "requested IDs in the batch", 1, max_requests)
       ->capture_default_str();
-  sub->add_option("--replicate", a->replicate,
-                  "replicate the k hottest IDs; prints the skew for k = 0, 1, 2, 5, ... K");
-  sub->add_option("--target-skew", a->target_skew, "print the smallest k reaching this skew");
+  add_real_option(sub, "--zipf", a->zipf, "Zipf exponent of the requests", 0, 100)
+      ->capture_default_str();
+  add_seed_option(sub, a->seed);
+  add_int_option(sub, "--multiplier", a->multiplier, "hash multiplier A: shard = (id * A) mod S", 1,
+                 max_seed)
+      ->capture_default_str();
+  add_int_option(sub, "--replicate", a->replicate,
+                 "replicate the k hottest IDs; prints the skew for k = 0, 1, 2, 5, ... K (at "
+                 "most --rows)",
+                 0, 1e12);
+  add_real_option(sub, "--target-skew", a->target_skew, "print the smallest k reaching this skew",
+                  1, 1e12);
   sub->add_option("--routing", a->routing,
                   "reads of replicated IDs: balanced (least-loaded holder) | random")
       ->capture_default_str();
-  sub->add_option("--replicas", a->replicas, "shards holding each hot row (0 = all)")
+  add_int_option(sub, "--replicas", a->replicas, "shards holding each hot row (0 = all)", 0,
+                 max_devices)
       ->capture_default_str();
-  sub->add_option("--workers", a->workers, "workers the batch is split over (gradient pushes)")
+  add_int_option(sub, "--workers", a->workers, "workers the batch is split over (gradient pushes)",
+                 1, max_devices)
       ->capture_default_str();
-  sub->add_option("--top", a->top, "hottest IDs listed")->capture_default_str();
+  add_int_option(sub, "--top", a->top, "hottest IDs listed", 0, 1000)->capture_default_str();
   return {sub, [a] { return run_skew(*a); }};
 }
 

@@ -16,7 +16,9 @@
 namespace embplan_cli {
 
 void check_devices(std::size_t devices) {
-  if (devices == 0) embplan::detail::fail("--devices", devices, "at least one device");
+  if (devices == 0 || devices > static_cast<std::size_t>(max_devices)) {
+    embplan::detail::fail("--devices", devices, "a device count in " + range_text(1, max_devices));
+  }
 }
 
 void check_max_dim(std::int32_t max_dim) {
@@ -34,7 +36,9 @@ embplan::data::task_options task_options_of(const task_args& a) {
   o.proto = embplan::data::parse_protocol(a.protocol);
   check_devices(a.devices);
   check_max_dim(a.max_dim);
-  if (a.count == 0) embplan::detail::fail("--count", a.count, "at least one task");
+  if (a.count == 0 || a.count > static_cast<std::size_t>(max_task_count)) {
+    embplan::detail::fail("--count", a.count, "a task count in " + range_text(1, max_task_count));
+  }
   o.devices = a.devices;
   o.max_dim = a.max_dim;
   o.count = a.count;
@@ -79,11 +83,13 @@ command add_tasks(CLI::App& app) {
   auto* sub = app.add_subcommand("tasks", "Generate sharding tasks by a paper's protocol");
   sub->add_option("--protocol", t.protocol, "neuroshard | dreamshard | autoshard")
       ->capture_default_str();
-  sub->add_option("--devices", t.devices, "devices per task")->capture_default_str();
-  sub->add_option("--max-dim", t.max_dim, "largest table dimension (power of two)")
+  add_int_option(sub, "--devices", t.devices, "devices per task", 1, max_devices)
       ->capture_default_str();
-  sub->add_option("--count", t.count, "number of tasks")->capture_default_str();
-  sub->add_option("--seed", t.seed, "random seed")->capture_default_str();
+  add_int_option(sub, "--max-dim", t.max_dim, "largest table dimension (power of two)", 4, 1024)
+      ->capture_default_str();
+  add_int_option(sub, "--count", t.count, "number of tasks", 1, max_task_count)
+      ->capture_default_str();
+  add_seed_option(sub, t.seed);
   add_memory_option(sub, t.memory_gib);
   add_pool_option(sub, a->pool);
   add_half_options(sub, t.half, t.split_seed);

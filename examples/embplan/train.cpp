@@ -179,10 +179,11 @@ command add_train(CLI::App& app) {
   sub->add_option("--out", a->out, "model file (safetensors with metadata)")->required();
   add_pool_option(sub, a->pool);
   sub->add_option("--features", a->features, "embplan21 | neuroshard20")->capture_default_str();
-  sub->add_option("--epochs", a->epochs,
-                  "training epochs, the best validation epoch kept (0: compute 60, comm 1000)")
+  add_int_option(sub, "--epochs", a->epochs,
+                 "training epochs, the best validation epoch kept (0: compute 60, comm 1000)", 0,
+                 100000)
       ->capture_default_str();
-  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  add_seed_option(sub, a->seed);
   sub->add_option("--trained-on", a->trained_on, "recorded in the model file");
   add_split_seed_option(sub, a->split_seed);
   sub->add_option("--eval", a->eval,

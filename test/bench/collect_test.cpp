@@ -111,6 +111,11 @@ TEST_CASE("collect options: bad values name the field and value") {
   msg = message_of([&] { eb::validate(eb::collect_options{.dims = {4, -8}}, aug_size); });
   CHECK(msg.find("collect.dims[1]") != std::string::npos);
   CHECK(msg.find("-8") != std::string::npos);
+  // The planners place only multiples of 4 columns: another dim is refused.
+  msg = message_of([&] { eb::validate(eb::collect_options{.dims = {4, 8, 3}}, aug_size); });
+  CHECK(msg.find("collect.dims[2]") != std::string::npos);
+  CHECK(msg.find("= 3") != std::string::npos);
+  CHECK(msg.find("multiple of 4") != std::string::npos);
   msg = message_of([&] { eb::validate(eb::collect_options{.devices = 0}, aug_size); });
   CHECK(msg.find("collect.devices") != std::string::npos);
   msg = message_of([&] { eb::validate(eb::collect_options{.max_start_ms = -1.0}, aug_size); });

@@ -296,7 +296,7 @@ TEST_CASE("--reference: bad input names the flag or field and the value") {
   r = run("collect compute --reference-ms -1 --samples 1 --out " +
           (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
-  CHECK(r.err.find("collect.reference_ms") != std::string::npos);
+  CHECK(r.err.find("'--reference-ms'") != std::string::npos);
   CHECK(r.err.find("-1") != std::string::npos);
   r = run("compare --count 1 --meter analytic --reference");
   CHECK(r.code == 2);
@@ -331,20 +331,20 @@ TEST_CASE("collect and observe: bad input names the field and value") {
   CHECK(r.err.find("bogus") != std::string::npos);
   r = run("collect compute --samples -4 --out " + (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
-  CHECK(r.err.find("collect.samples") != std::string::npos);
+  CHECK(r.err.find("'--samples'") != std::string::npos);
   CHECK(r.err.find("-4") != std::string::npos);
   r = run("collect compute --runs 2 --drop 1 --out " + (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
   CHECK(r.err.find("protocol.drop") != std::string::npos);
   r = run("observe --sets 0");
   CHECK(r.code == 2);
-  CHECK(r.err.find("observe.sets") != std::string::npos);
+  CHECK(r.err.find("'--sets'") != std::string::npos);
   r = run("observe --repeatability --repeats 1");
   CHECK(r.code == 2);
-  CHECK(r.err.find("observe.repeats") != std::string::npos);
+  CHECK(r.err.find("'--repeats'") != std::string::npos);
   r = run("observe --max-weight-mib 0");
   CHECK(r.code == 2);
-  CHECK(r.err.find("observe.max_weight_mib") != std::string::npos);
+  CHECK(r.err.find("'--max-weight-mib'") != std::string::npos);
   CHECK(r.err.find("0") != std::string::npos);
 }
 
@@ -388,7 +388,7 @@ TEST_CASE("observe --repeatability: the CV of repeated measurements under six co
                        "(given)") != std::string::npos);
   const auto bad = run("observe --repeatability --reference-ms -1");
   CHECK(bad.code == 2);
-  CHECK(bad.err.find("meter.reference_ms") != std::string::npos);
+  CHECK(bad.err.find("'--reference-ms'") != std::string::npos);
   CHECK(bad.err.find("-1") != std::string::npos);
 }
 
@@ -536,7 +536,7 @@ TEST_CASE("skew reproduces the chapter's demo: balanced storage, skewed load, ex
   r = run("skew --rows 100 --shards 0");
   CHECK(r.code == 2);
   CHECK(lines(r.err) == 1);
-  CHECK(r.err.find("'shards' = 0") != std::string::npos);
+  CHECK(r.err.find("'--shards' = 0") != std::string::npos);
   r = run("skew --rows 100 --shards 101");
   CHECK(r.code == 2);
   CHECK(r.err.find("101") != std::string::npos);
@@ -545,7 +545,7 @@ TEST_CASE("skew reproduces the chapter's demo: balanced storage, skewed load, ex
   CHECK(r.err.find("'--replicate' = 101") != std::string::npos);
   r = run("skew --rows 100 --zipf -1");
   CHECK(r.code == 2);
-  CHECK(r.err.find("'zipf.exponent' = -1") != std::string::npos);
+  CHECK(r.err.find("'--zipf' = -1") != std::string::npos);
   r = run("skew --rows 100 --target-skew 0.5");
   CHECK(r.code == 2);
   CHECK(r.err.find("'--target-skew' = 0.5") != std::string::npos);
@@ -1040,4 +1040,109 @@ TEST_CASE("an installed CLI finds its bundled model under <prefix>/share/embplan
                        out.string() + " 2>&1")
                           .c_str()) == 0);
   CHECK(slurp(out).find("planning model: none") != std::string::npos);
+}
+
+// One bad-input class per check: exit 2, stderr names the flag and the value.
+void check_refused(const std::string& args, const std::vector<std::string>& names) {
+  CAPTURE(args);
+  const auto r = run(args);
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.out.empty());
+  for (const auto& name : names) {
+    CAPTURE(name);
+    CHECK(r.err.find(name) != std::string::npos);
+  }
+}
+
+TEST_CASE("numeric options: out of range or negative values are refused before any work") {
+  const auto out = (scratch() / "unused.json").string();
+  // Negatives are refused, not wrapped to 2^64 - 1 for an unsigned option.
+  check_refused("tasks --count -1 --out " + out, {"--count", "-1", "[1, 1000000]"});
+  check_refused("tasks --seed -1 --out " + out, {"--seed", "-1"});
+  check_refused("tasks --devices -4 --out " + out, {"--devices", "-4"});
+  check_refused("pool --split-seed -1", {"--split-seed", "-1"});
+  check_refused("plan --task x.json --index -1", {"--index", "-1"});
+  // Huge values are refused at once (each would cost minutes or gigabytes).
+  check_refused("tasks --count 1e12 --out " + out, {"--count", "1e12"});
+  check_refused("tasks --devices 1e9 --out " + out, {"--devices", "1e9", "65536"});
+  check_refused("compare --count 1e12", {"--count", "1e12"});
+  check_refused("compare --devices 4,100000", {"--devices", "100000"});
+  check_refused("compare --max-dim 2048", {"--max-dim", "2048"});
+  check_refused("pool --tables 1e9", {"--tables", "1e9"});
+  check_refused("skew --requests 1e12", {"--requests", "1e12"});
+  check_refused("skew --zipf nan", {"--zipf", "nan"});
+  check_refused("skew --shards 0", {"--shards", "0"});
+  check_refused("size --rows 10 --dim -3", {"--dim", "-3"});
+  check_refused("collect comm --out " + out + " --devices 70000", {"--devices", "70000"});
+  check_refused("collect compute --out " + out + " --runs 0", {"--runs", "0"});
+  check_refused("observe --repeats 1.5", {"--repeats", "1.5"});
+  check_refused("train compute --data x --out y --epochs -2", {"--epochs", "-2"});
+  check_refused("tasks --memory-gib -1 --out " + out, {"--memory-gib", "-1"});
+  // The largest seed is still taken, and the ranges are in --help.
+  CHECK(run("pool --seed 18446744073709551615 --tables 3").code == 0);
+  const auto help = run("tasks --help");
+  CHECK(help.out.find("[1, 65536]") != std::string::npos);
+  CHECK(help.out.find("[1, 1000000]") != std::string::npos);
+  CHECK(help.out.find("[0, 18446744073709551615]") != std::string::npos);
+}
+
+TEST_CASE("plan converts only the task --index picks, and bounds its devices") {
+  // 3 tasks, the first two asking for 2^20 devices each: never converted.
+  const auto one = [](const std::string& count) {
+    return R"({"tables": [{"rows": 1000, "dim": 8, "pooling_factor": 1}], "cluster": {"count": )" +
+           count + "}}";
+  };
+  const auto file = scratch() / "big-tasks.json";
+  write(file, R"({"tasks": [)" + one("1048576") + "," + one("1048576") + "," + one("2") + "]}");
+  auto r = run("plan --task " + file.string() + " --index 2 --model none");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("on 2 devices") != std::string::npos);
+  // The chosen one is bounded (the CLI's 65536, below the reader's 2^20).
+  check_refused("plan --task " + file.string() + " --index 0 --model none",
+                {"tasks[0].cluster.count", "1048576", "65536"});
+  // An index past the file: named with the count, before any conversion.
+  check_refused("plan --task " + file.string() + " --index 3", {"--index", "3", "3 tasks"});
+  // A single-task file.
+  const auto single = scratch() / "big-task.json";
+  write(single, one("100000"));
+  check_refused("plan --task " + single.string(), {"task.cluster.count", "100000"});
+}
+
+TEST_CASE("an unknown command is named, with the commands") {
+  check_refused("fooo", {"unknown command 'fooo'", "pool", "compare", "skew"});
+}
+
+TEST_CASE("an error echoing binary file content shows escaped bytes") {
+  const auto data = scratch() / "binary.jsonl";
+  write(data, std::string("\x01\x02\xff\xfe{garbage\x1b[31m\n", 15));
+  const auto r = run("train compute --data " + data.string() + " --out " +
+                     (scratch() / "m.safetensors").string());
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  for (const char c : r.err) {
+    const auto u = static_cast<unsigned char>(c);
+    CHECK((c == '\n' || (u >= 0x20 && u < 0x7f)));
+  }
+}
+
+TEST_CASE("plan and compare refuse a table whose dim is not a multiple of 4") {
+  const auto file = scratch() / "dim6.json";
+  write(file, R"({"tables": [{"rows": 100, "dim": 8, "pooling_factor": 1},
+                             {"name": "odd", "rows": 100, "dim": 6, "pooling_factor": 1}],
+                 "cluster": {"count": 2}})");
+  check_refused("plan --task " + file.string() + " --model none",
+                {"task.tables[1].dim", "6", "'odd'", "multiple of 4"});
+  const auto pool = scratch() / "pool-dim6.json";
+  REQUIRE(run("pool --tables 20 --out " + pool.string()).code == 0);
+  auto pj = nlohmann::json::parse(slurp(pool));
+  pj["tables"][5]["dim"] = 6;
+  write(pool, pj.dump());
+  check_refused("compare --count 2 --devices 2 --max-dim 8 --pool " + pool.string(),
+                {"pool.tables[5].dim", "6", "multiple of 4"});
+}
+
+TEST_CASE("collect refuses dims that are not multiples of 4") {
+  check_refused("collect compute --out " + (scratch() / "c.jsonl").string() + " --dims 4,6",
+                {"dims[1]", "6", "multiple of 4"});
 }

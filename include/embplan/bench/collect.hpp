@@ -60,9 +60,11 @@ inline void validate(const collect_options& o, std::size_t pool_size) {
   if (pool_size == 0) embplan::detail::fail("collect.pool.size", 0, "at least one table");
   if (o.dims.empty()) embplan::detail::fail("collect.dims", "[]", "at least one dimension");
   for (std::size_t i = 0; i < o.dims.size(); ++i) {
-    if (o.dims[i] <= 0) {
+    // The planners place only pieces of a multiple of 4 columns
+    // (constraint/dim_multiple.hpp), so a model is never asked to price another dim.
+    if (o.dims[i] <= 0 || o.dims[i] % 4 != 0) {
       embplan::detail::fail("collect.dims[" + std::to_string(i) + "]", o.dims[i],
-                            "a positive integer");
+                            "a positive multiple of 4");
     }
   }
   const auto augmented = pool_size * o.dims.size();
