@@ -45,11 +45,11 @@ namespace embplan::inline EMBPLAN_ABI {
 // evaluations, cache use), the plan priced in milliseconds by a named meter,
 // and what the searcher optimised.
 struct plan_result : search_result {
-  plan_cost cost_ms;                      // the plan priced by `meter`: milliseconds, always
+  plan_cost cost_ms{};                    // the plan priced by `meter`: milliseconds, always
   std::string meter{};                    // name of the cost model that priced cost_ms
   std::string search_model{};             // name of the cost model the searcher searched on
   cost_unit search_unit = cost_unit::ms;  // the unit of search_cost
-  plan_cost search_cost;                  // the plan priced by the search model, in search_unit
+  plan_cost search_cost{};                // the plan priced by the search model, in search_unit
   double reward = 0.0;       // Reward::score(task, search_cost): what the searcher optimised
   double sharding_ms = 0.0;  // wall time of the search
 };

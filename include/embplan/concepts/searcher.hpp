@@ -21,9 +21,9 @@ namespace embplan::inline EMBPLAN_ABI {
 
 // What a searcher returns: a plan, or the reason there is none.
 struct search_result {
-  plan placement;
+  plan placement{};
   bool ok = false;
-  std::string failure;            // when !ok: which table fits where not, and why
+  std::string failure{};          // when !ok: which table fits where not, and why
   std::uint64_t evaluations = 0;  // cost-model calls spent (for reports)
   // Searchers with a device-cost cache (NeuroShard §3.3) count its use here;
   // hit rate = cache_hits / cache_lookups. Both 0 for searchers without one.
