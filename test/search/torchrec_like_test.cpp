@@ -2,13 +2,19 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/reward/balance.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
+#include "embplan/search/infeasible.hpp"
 
 #include "support/random_task.hpp"
 
@@ -54,4 +60,198 @@ TEST_CASE("torchrec_like: bad block bound, infeasible task named") {
                                                  embplan::neg_max_cost_reward{}, 0);
   CHECK_FALSE(r.ok);
   CHECK(r.failure.find("enormous") != std::string::npos);
+}
+
+namespace {
+
+// torchrec_like as it was before proposals were streamed (issue 19 item 9):
+// every proposal kept, each partitioned in full by scanning all devices. The
+// reference the streaming search must match plan for plan.
+template <class Constraint, class Reward>
+embplan::search_result torchrec_reference(const embplan::task& t, const Constraint& rule,
+                                          const Reward& score, std::int32_t min_block_dim = 32) {
+  using embplan::search::detail::sharding_option;
+  const embplan::analytic_cost model;
+  const std::size_t tables = t.tables.size();
+  const std::size_t devices = t.cluster.size();
+  embplan::search_result out;
+  std::vector<std::vector<sharding_option>> options(tables);
+  const auto option_of = [&](std::vector<embplan::shard> shards) {
+    sharding_option o;
+    o.shards = std::move(shards);
+    for (const auto& s : o.shards) {
+      const double perf = static_cast<double>(model.shard_cost(t, s));
+      o.perf.push_back(perf);
+      o.total_perf += perf;
+      o.depth_perf = std::max(o.depth_perf, perf);
+      o.storage += embplan::shard_bytes(t, s);
+    }
+    return o;
+  };
+  for (std::size_t i = 0; i < tables; ++i) {
+    const auto whole = embplan::whole_table(t, i, 0);
+    options[i].push_back(option_of({whole}));
+    const auto block = embplan::search::detail::find_base_dim(min_block_dim, whole.cols());
+    if (block < whole.cols()) {
+      std::vector<embplan::shard> blocks;
+      for (std::int32_t c = 0; c < whole.cols(); c += block) {
+        auto s = whole;
+        s.col_begin = c;
+        s.col_end = c + block;
+        blocks.push_back(s);
+      }
+      options[i].push_back(option_of(blocks));
+    }
+  }
+  std::vector<std::vector<std::size_t>> proposals;
+  for (const bool use_depth : {true, false}) {
+    std::vector<std::vector<std::size_t>> order(tables);
+    for (std::size_t i = 0; i < tables; ++i) {
+      for (std::size_t k = 0; k < options[i].size(); ++k)
+        order[i].push_back(k);
+      std::stable_sort(order[i].begin(), order[i].end(), [&](std::size_t a, std::size_t b) {
+        const auto& x = options[i][a];
+        const auto& y = options[i][b];
+        return use_depth ? x.depth_perf < y.depth_perf : x.total_perf < y.total_perf;
+      });
+    }
+    std::vector<std::size_t> at(tables, 0);
+    for (;;) {
+      std::vector<std::size_t> proposal(tables);
+      for (std::size_t i = 0; i < tables; ++i)
+        proposal[i] = order[i][at[i]];
+      proposals.push_back(std::move(proposal));
+      std::size_t largest = tables;
+      for (std::size_t i = 0; i < tables; ++i) {
+        if (at[i] + 1 >= order[i].size()) continue;
+        if (largest == tables || options[i][order[i][at[i]]].storage >
+                                     options[largest][order[largest][at[largest]]].storage)
+          largest = i;
+      }
+      if (largest == tables) break;
+      ++at[largest];
+    }
+  }
+  proposals.emplace_back(tables, 0);
+  std::vector<std::size_t> column_wise(tables);
+  for (std::size_t i = 0; i < tables; ++i)
+    column_wise[i] = options[i].size() - 1;
+  proposals.push_back(column_wise);
+
+  double best_rating = std::numeric_limits<double>::infinity();
+  double best_score = 0.0;
+  std::string first_failure;
+  for (const auto& proposal : proposals) {
+    std::vector<std::size_t> by_perf(tables);
+    for (std::size_t i = 0; i < tables; ++i)
+      by_perf[i] = i;
+    std::stable_sort(by_perf.begin(), by_perf.end(), [&](std::size_t a, std::size_t b) {
+      const auto& x = options[a][proposal[a]];
+      const auto& y = options[b][proposal[b]];
+      return std::tie(y.total_perf, y.storage, a) < std::tie(x.total_perf, x.storage, b);
+    });
+    embplan::placement_state st(devices);
+    std::vector<double> load(devices, 0.0);
+    embplan::plan p;
+    std::string failure;
+    for (const std::size_t i : by_perf) {
+      const auto& o = options[i][proposal[i]];
+      for (std::size_t k = 0; k < o.shards.size() && failure.empty(); ++k) {
+        std::size_t chosen = devices;
+        auto s = o.shards[k];
+        for (std::size_t d = 0; d < devices; ++d) {
+          if (chosen != devices && std::tie(load[d], st.memory_bytes[d], d) >=
+                                       std::tie(load[chosen], st.memory_bytes[chosen], chosen))
+            continue;
+          s.device = static_cast<std::uint32_t>(d);
+          if (rule.admits(t, st, s)) chosen = d;
+        }
+        if (chosen == devices) {
+          failure = embplan::search::no_device_for(t, st, i, rule);
+          break;
+        }
+        s.device = static_cast<std::uint32_t>(chosen);
+        st.place(t, s);
+        load[chosen] += o.perf[k];
+        p.shards.push_back(s);
+      }
+      if (!failure.empty()) break;
+    }
+    if (!failure.empty()) {
+      if (first_failure.empty()) first_failure = failure;
+      continue;
+    }
+    const double rating = *std::max_element(load.begin(), load.end());
+    if constexpr (embplan::reward_decreasing_in_max_cost<Reward>) {
+      if (!(rating < best_rating)) continue;
+      best_rating = rating;
+    } else {
+      embplan::plan_cost perf;
+      perf.devices.assign(devices, embplan::device_cost{});
+      for (std::size_t d = 0; d < devices; ++d)
+        perf.devices[d].fwd_compute_ms = load[d];
+      perf.memory_bytes = st.memory_bytes;
+      perf.dim_sum = st.dim_sum;
+      const double value = static_cast<double>(score.score(t, perf));
+      if (out.ok && !(value > best_score)) continue;
+      best_score = value;
+    }
+    out.placement = std::move(p);
+    out.ok = true;
+  }
+  if (!out.ok) out.failure = first_failure;
+  return out;
+}
+
+template <class Reward>
+void check_same_as_reference(const embplan::task& t, const Reward& score,
+                             std::int32_t min_block_dim = 32) {
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const auto want = torchrec_reference(t, rule, score, min_block_dim);
+  const auto got =
+      embplan::torchrec_like{.min_block_dim = min_block_dim}.search(t, model, rule, score, 0);
+  REQUIRE(got.ok == want.ok);
+  CHECK(got.failure == want.failure);
+  REQUIRE(got.placement.shards.size() == want.placement.shards.size());
+  for (std::size_t k = 0; k < want.placement.shards.size(); ++k) {
+    const auto& a = got.placement.shards[k];
+    const auto& b = want.placement.shards[k];
+    CHECK(std::tie(a.table, a.col_begin, a.col_end, a.row_begin, a.row_end, a.device) ==
+          std::tie(b.table, b.col_begin, b.col_end, b.row_begin, b.row_end, b.device));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("torchrec_like: the plan of partitioning and rating every proposal in full") {
+  // Memory loose and tight (the constraint refuses devices, some proposals
+  // fail), both kinds of reward, blocks of 8 (up to 16 per table).
+  for (std::uint64_t seed = 0; seed < 12; ++seed) {
+    CAPTURE(seed);
+    const auto loose = embplan_test::search_task(seed, 60, 8, std::uint64_t{1} << 34);
+    check_same_as_reference(loose, embplan::neg_max_cost_reward{});
+    check_same_as_reference(loose, embplan::balance_reward{});
+    check_same_as_reference(loose, embplan::neg_max_cost_reward{}, 8);
+    const auto tight = embplan_test::search_task(seed, 60, 4, 40u << 20);
+    check_same_as_reference(tight, embplan::neg_max_cost_reward{});
+    check_same_as_reference(tight, embplan::balance_reward{});
+  }
+}
+
+TEST_CASE("torchrec_like: the same plan on many devices (the device heap's ties)") {
+  // Equal devices start with equal keys: ties go to less memory, then the lower index.
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    CAPTURE(seed);
+    check_same_as_reference(embplan_test::search_task(seed, 300, 64, std::uint64_t{1} << 34),
+                            embplan::neg_max_cost_reward{});
+    check_same_as_reference(embplan_test::search_task(seed, 200, 48, 160u << 20),
+                            embplan::neg_max_cost_reward{});
+  }
+}
+
+TEST_CASE("torchrec_like: a task no proposal fits fails as before") {
+  const auto t = embplan_test::search_task(3, 30, 2, 8u << 20);
+  check_same_as_reference(t, embplan::neg_max_cost_reward{});
+  check_same_as_reference(t, embplan::balance_reward{});
 }

@@ -31,6 +31,12 @@
 //   largest per-device perf sum (compared directly, as for any reward
 //   decreasing in max cost). The reward sees the perf model's figures rather
 //   than evaluate()'s, as TorchRec's planner sees only its perf estimates.
+// Cost: proposals are made one at a time as the proposers move (never all
+// kept), the partitioner follows the proposal's changes and places each shard
+// in O(log D), and, under a reward decreasing in max cost, a proposal stops
+// being partitioned once it cannot win (search/detail/perf_partitioner.hpp);
+// the winner's plan is partitioned once more at the end. The plan is the one
+// partitioning and rating every proposal in full gives.
 
 #include <algorithm>
 #include <cstddef>
@@ -49,7 +55,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
-#include "embplan/search/infeasible.hpp"
+#include "embplan/search/detail/perf_partitioner.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -63,14 +69,6 @@ inline std::int32_t find_base_dim(std::int32_t lower_bound, std::int32_t dim) no
     if (dim % b == 0 && b % 4 == 0) return b;
   return dim;
 }
-
-struct sharding_option {
-  std::vector<shard> shards;  // device unset
-  std::vector<double> perf;   // per shard
-  double total_perf = 0.0;
-  double depth_perf = 0.0;  // the largest shard's perf
-  std::uint64_t storage = 0;
-};
 
 }  // namespace search::detail
 
@@ -111,8 +109,46 @@ struct torchrec_like {
         options[i].push_back(option_of(t, model, blocks, out));
       }
     }
+
+    // Partitioner + rating of each proposal as the proposers make it.
+    search::detail::perf_partitioner partitioner(t, options);
+    double best_rating = std::numeric_limits<double>::infinity();  // decreasing in max cost
+    double best_score = 0.0;                                       // otherwise
+    std::vector<std::size_t> best_choice;
+    std::string first_failure;
+    std::string failure;
+    plan_cost perf;
+    const auto rate = [&] {
+      if constexpr (reward_decreasing_in_max_cost<Reward>) {
+        // A proposal that cannot rate below the best is not partitioned.
+        if (out.ok && partitioner.nonnegative() && partitioner.lower_bound() >= best_rating) return;
+      }
+      failure.clear();
+      const double rating = partitioner.partition(rule,
+                                                  reward_decreasing_in_max_cost<Reward>
+                                                      ? best_rating
+                                                      : std::numeric_limits<double>::infinity(),
+                                                  failure);
+      if (!failure.empty()) {
+        if (first_failure.empty()) first_failure = std::move(failure);
+        return;
+      }
+      if constexpr (reward_decreasing_in_max_cost<Reward>) {
+        if (!(rating < best_rating)) return;
+        best_rating = rating;
+      } else {
+        partitioner.perf_of(perf);
+        const double value = static_cast<double>(score.score(t, perf));
+        if (out.ok && !(value > best_score)) return;
+        best_score = value;
+      }
+      const auto choice = partitioner.choice();
+      best_choice.assign(choice.begin(), choice.end());
+      out.ok = true;
+    };
+
     // Proposers.
-    std::vector<std::vector<std::size_t>> proposals;
+    std::vector<std::size_t> choice(tables);
     for (const bool use_depth : {true, false}) {
       std::vector<std::vector<std::size_t>> order(tables);  // table -> option ids, best first
       for (std::size_t i = 0; i < tables; ++i) {
@@ -123,56 +159,49 @@ struct torchrec_like {
           const auto& y = options[i][b];
           return use_depth ? x.depth_perf < y.depth_perf : x.total_perf < y.total_perf;
         });
+        choice[i] = order[i][0];
       }
+      partitioner.assign(choice);
+      rate();
+      // The table whose current option has the most storage (ties: the lower
+      // index) and a next option moves to it: a heap on (storage, -index).
       std::vector<std::size_t> at(tables, 0);
-      for (;;) {
-        std::vector<std::size_t> proposal(tables);
-        for (std::size_t i = 0; i < tables; ++i)
-          proposal[i] = order[i][at[i]];
-        proposals.push_back(std::move(proposal));
-        std::size_t largest = tables;
-        for (std::size_t i = 0; i < tables; ++i) {
-          if (at[i] + 1 >= order[i].size()) continue;
-          if (largest == tables || options[i][order[i][at[i]]].storage >
-                                       options[largest][order[largest][at[largest]]].storage)
-            largest = i;
-        }
-        if (largest == tables) break;
+      const auto storage = [&](std::size_t i) { return options[i][order[i][at[i]]].storage; };
+      const auto smaller = [&](std::size_t a, std::size_t b) {
+        return std::tuple(storage(a), b) < std::tuple(storage(b), a);
+      };
+      std::vector<std::size_t> movable;
+      for (std::size_t i = 0; i < tables; ++i)
+        if (order[i].size() > 1) movable.push_back(i);
+      std::make_heap(movable.begin(), movable.end(), smaller);
+      while (!movable.empty()) {
+        std::pop_heap(movable.begin(), movable.end(), smaller);
+        const std::size_t largest = movable.back();
+        movable.pop_back();
         ++at[largest];
+        partitioner.change(largest, order[largest][at[largest]]);
+        rate();
+        if (at[largest] + 1 < order[largest].size()) {
+          movable.push_back(largest);
+          std::push_heap(movable.begin(), movable.end(), smaller);
+        }
       }
     }
-    std::vector<std::size_t> table_wise(tables, 0);
-    std::vector<std::size_t> column_wise(tables);
     for (std::size_t i = 0; i < tables; ++i)
-      column_wise[i] = options[i].size() - 1;
-    proposals.push_back(table_wise);
-    proposals.push_back(column_wise);
+      choice[i] = 0;
+    partitioner.assign(choice);  // UniformProposer: all table-wise,
+    rate();
+    for (std::size_t i = 0; i < tables; ++i)
+      choice[i] = options[i].size() - 1;
+    partitioner.assign(choice);  // all column-wise where they split
+    rate();
 
-    // Partitioner + rating.
-    double best_rating = std::numeric_limits<double>::infinity();  // decreasing in max cost
-    double best_score = 0.0;                                       // otherwise
-    std::string first_failure;
-    plan_cost perf;
-    for (const auto& proposal : proposals) {
-      plan p;
-      std::string failure;
-      const double rating = partition(t, rule, options, proposal, p, perf, failure);
-      if (!failure.empty()) {
-        if (first_failure.empty()) first_failure = std::move(failure);
-        continue;
-      }
-      if constexpr (reward_decreasing_in_max_cost<Reward>) {
-        if (!(rating < best_rating)) continue;
-        best_rating = rating;
-      } else {
-        const double value = static_cast<double>(score.score(t, perf));
-        if (out.ok && !(value > best_score)) continue;
-        best_score = value;
-      }
-      out.placement = std::move(p);
-      out.ok = true;
+    if (!out.ok) {
+      out.failure = first_failure;
+      return out;
     }
-    if (!out.ok) out.failure = first_failure;
+    partitioner.assign(best_choice);
+    partitioner.partition(rule, std::numeric_limits<double>::infinity(), failure, &out.placement);
     return out;
   }
 
@@ -191,56 +220,6 @@ struct torchrec_like {
       o.storage += shard_bytes(t, s);
     }
     return o;
-  }
-
-  // GreedyPerfPartitioner; returns the rating (max device perf sum) and fills
-  // `perf` (the rating's plan_cost, see the header), or sets `failure` when a
-  // shard fits on no device.
-  template <class Constraint>
-  static double partition(const task& t, const Constraint& rule,
-                          const std::vector<std::vector<search::detail::sharding_option>>& options,
-                          const std::vector<std::size_t>& proposal, plan& p, plan_cost& perf,
-                          std::string& failure) {
-    const std::size_t tables = t.tables.size();
-    const std::size_t devices = t.cluster.size();
-    std::vector<std::size_t> by_perf(tables);
-    for (std::size_t i = 0; i < tables; ++i)
-      by_perf[i] = i;
-    std::stable_sort(by_perf.begin(), by_perf.end(), [&](std::size_t a, std::size_t b) {
-      const auto& x = options[a][proposal[a]];
-      const auto& y = options[b][proposal[b]];
-      return std::tie(y.total_perf, y.storage, a) < std::tie(x.total_perf, x.storage, b);
-    });
-    placement_state st(devices);
-    std::vector<double> load(devices, 0.0);
-    for (const std::size_t i : by_perf) {
-      const auto& o = options[i][proposal[i]];
-      for (std::size_t k = 0; k < o.shards.size(); ++k) {
-        std::size_t chosen = devices;
-        shard s = o.shards[k];
-        for (std::size_t d = 0; d < devices; ++d) {
-          if (chosen != devices && std::tie(load[d], st.memory_bytes[d], d) >=
-                                       std::tie(load[chosen], st.memory_bytes[chosen], chosen))
-            continue;
-          s.device = static_cast<std::uint32_t>(d);
-          if (rule.admits(t, st, s)) chosen = d;
-        }
-        if (chosen == devices) {
-          failure = search::no_device_for(t, st, i, rule);
-          return std::numeric_limits<double>::infinity();
-        }
-        s.device = static_cast<std::uint32_t>(chosen);
-        st.place(t, s);
-        load[chosen] += o.perf[k];
-        p.shards.push_back(s);
-      }
-    }
-    perf.devices.assign(devices, device_cost{});
-    for (std::size_t d = 0; d < devices; ++d)
-      perf.devices[d].fwd_compute_ms = load[d];
-    perf.memory_bytes = st.memory_bytes;
-    perf.dim_sum = st.dim_sum;
-    return *std::max_element(load.begin(), load.end());
   }
 };
 static_assert(searcher<torchrec_like>);
