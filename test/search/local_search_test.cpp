@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/error.hpp"
@@ -127,4 +129,46 @@ TEST_CASE("local search: a task no split can fit fails naming both attempts") {
   CHECK(r.failure.find("fits on no device") != std::string::npos);
   CHECK(r.failure.find("; memory-first placement with column halvings: ") != std::string::npos);
   CHECK(r.failure.find("'" + t.tables[0].name + "'") != std::string::npos);
+}
+
+TEST_CASE("local search: destinations bounds the devices a piece may go to") {
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  const auto t = sample_task(11, 60, 24);
+  const auto start = small.search(t, model, rule, reward, 0);
+  REQUIRE(start.ok);
+  const auto shards_of = [](const embplan::search_result& r) {
+    std::vector<std::tuple<std::uint32_t, std::int32_t, std::int32_t, std::uint32_t>> out;
+    for (const auto& s : r.placement.shards)
+      out.emplace_back(s.table, s.col_begin, s.col_end, s.device);
+    return out;
+  };
+  // At least the device count: every device is tried, whatever the number.
+  const auto all =
+      embplan::local_search<embplan::column_beam>{.start = small, .destinations = 24}.search(
+          t, model, rule, reward, 0);
+  const auto huge =
+      embplan::local_search<embplan::column_beam>{.start = small, .destinations = 1 << 30}.search(
+          t, model, rule, reward, 0);
+  REQUIRE(all.ok);
+  REQUIRE(huge.ok);
+  CHECK(shards_of(all) == shards_of(huge));
+  // Fewer: a valid plan, never worse than the start.
+  for (const std::int32_t few : {1, 2, 4}) {
+    CAPTURE(few);
+    const auto r =
+        embplan::local_search<embplan::column_beam>{.start = small, .destinations = few}.search(
+            t, model, rule, reward, 0);
+    REQUIRE(r.ok);
+    CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
+    CHECK(embplan::evaluate(t, r.placement, model).max_ms() <=
+          embplan::evaluate(t, start.placement, model).max_ms());
+  }
+  CHECK_THROWS_WITH_AS(
+      (embplan::local_search<>{.destinations = 0}.search(t, model, rule, reward, 0)),
+      doctest::Contains("local_search.destinations' = 0"), embplan::error);
+  CHECK_THROWS_WITH_AS(
+      (embplan::local_search<>{.destinations = -3}.search(t, model, rule, reward, 0)),
+      doctest::Contains("local_search.destinations' = -3"), embplan::error);
 }

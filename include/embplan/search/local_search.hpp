@@ -5,11 +5,18 @@
 // (evaluate(): compute + backward comm + forward comm with start skew),
 // under the same cost model and constraint — under neg_max_cost_reward,
 // steepest descent on the plan cost, the max over devices:
-//   local_search<>{.start = column_beam{}, .max_moves = 64}
+//   local_search<>{.start = column_beam{}, .max_moves = 64, .destinations = 8}
 // Each round looks at the pieces of the bottleneck devices — the one with the
 // largest total and the one that starts its forward all-to-all last (largest
 // compute + backward comm), since every device waits for it — and tries, for
-// every other device b:
+// every other device b among the destinations — all devices where there are
+// at most `destinations` of them; else, from each of four rankings, its first
+// `destinations` devices (ties to the lower index): earliest start and lowest
+// total (where a piece can go without making a new bottleneck), latest start
+// (under a learned model, whose device cost is not a sum over pieces, the
+// best swaps were mostly with the busiest devices) and fewest columns (the
+// all-to-all volume); plus, for merges, the devices holding a piece adjacent
+// to the moved one:
 //   move   a piece to b;
 //   swap   a piece with a piece of b;
 //   split  a piece in two halves (each a multiple of 4 columns) and move one
@@ -27,10 +34,16 @@
 // (memory_first_plan below: pieces largest first, each on the least loaded
 // device that admits it, the largest piece halved while one fits nowhere),
 // so neuroshard_ls plans every task such splits can fit.
-// Cost per round: O(p (D + p_b)) candidates, p pieces on the bottleneck
-// devices, each priced with two device lookups and one plan pricing (O(D)).
+// Cost per round: O(p B p_b) candidates, p pieces on the bottleneck devices,
+// B <= 4 x destinations devices to go to, each priced with two device
+// lookups and, unless its two devices' compute alone already reaches the best
+// candidate's cost (communication never negative, a reward decreasing in max
+// cost), one plan pricing (O(D)); the constraint sees each candidate's state
+// by changing the current one in place and back (O(1)). So a round is
+// O(p B p_b D) whatever the task's size, not O(p D^2 p_b).
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -79,25 +92,29 @@ struct local_move {
 template <cost_model CostModel, constraint Constraint, reward Reward = neg_max_cost_reward>
 class local_improver {
  public:
+  // `destinations`: see local_search (all devices where there are at most so many).
   local_improver(const task& t, const CostModel& model, const Constraint& rule, const plan& start,
-                 Reward score = {})
+                 Reward score = {},
+                 std::size_t destinations = std::numeric_limits<std::size_t>::max())
       : t_(t)
       , model_(model)
       , rule_(rule)
       , reward_(std::move(score))
+      , destinations_(std::max<std::size_t>(destinations, 1))
+      , comm_nonnegative_(communication_nonnegative(model, t))
       , kinds_(t)
       , price_(t, model, kinds_) {
     const std::size_t devices = t.cluster.size();
     pieces_ = start.shards;
     on_.assign(devices, {});
+    of_table_.assign(t.tables.size(), {});
     key_.resize(devices);
     compute_.resize(devices);
     st_ = placement_state(devices);
     for (std::size_t d = 0; d < devices; ++d)
       key_[d] = kinds_.empty(d);
-    for (std::size_t i = 0; i < pieces_.size(); ++i) {
-      const auto& s = pieces_[i];
-      on_[s.device].push_back(i);
+    index_pieces();
+    for (const auto& s : pieces_) {
       key_[s.device] += piece_key(s);
       st_.place(t, s);
     }
@@ -129,13 +146,16 @@ class local_improver {
       best_score_ = score_ + 1e-12 * std::abs(score_);  // strictly higher, beyond rounding
     }
     found_ = false;
+    top_compute();
+    pick_destinations(totals, starts);
     std::vector<std::size_t> sources{by_total};
     if (by_start != by_total) sources.push_back(by_start);
     for (const std::size_t a : sources) {
       for (const std::size_t i : on_[a]) {
         const shard& p = pieces_[i];
         if (p.replica) continue;
-        for (std::size_t b = 0; b < devices; ++b) {
+        with_partners(p);
+        for (const std::size_t b : to_) {
           if (b == a) continue;
           local_move m;
           m.a = a;
@@ -162,9 +182,7 @@ class local_improver {
           }
           for (const std::size_t j : on_[b]) {
             const shard& q = pieces_[j];
-            if (q.replica || q.table != p.table || q.row_begin != p.row_begin ||
-                q.row_end != p.row_end || (q.col_end != p.col_begin && p.col_end != q.col_begin))
-              continue;
+            if (!mergeable(p, q)) continue;
             local_move g;
             g.a = a;
             g.b = b;
@@ -196,6 +214,88 @@ class local_improver {
 
  private:
   static constexpr std::size_t npos = local_move::npos;
+
+  // The three largest compute totals of the current plan, for the bound of
+  // try_move (devices other than a candidate's two keep theirs).
+  void top_compute() {
+    top_.fill(top_entry{-std::numeric_limits<double>::infinity(), npos});
+    for (std::size_t d = 0; d < compute_.size(); ++d) {
+      top_entry e{compute_[d].total_ms(), d};
+      for (auto& slot : top_)
+        if (e.total > slot.total) std::swap(e, slot);
+    }
+  }
+  double max_compute_except(std::size_t a, std::size_t b) const noexcept {
+    for (const auto& e : top_)
+      if (e.device != a && e.device != b) return e.total;
+    return -std::numeric_limits<double>::infinity();
+  }
+
+  // base_ = the round's destinations, ascending (the order every device was
+  // tried in before, so ties between equal candidates go the same way).
+  void pick_destinations(std::span<const double> totals, std::span<const double> starts) {
+    const std::size_t devices = totals.size();
+    base_.resize(devices);
+    for (std::size_t d = 0; d < devices; ++d)
+      base_[d] = d;
+    const std::size_t keep = destinations_;
+    if (devices > keep) {
+      ranked_ = base_;
+      const auto lowest = [&](std::span<const double> by) {
+        std::nth_element(
+            ranked_.begin(), ranked_.begin() + static_cast<std::ptrdiff_t>(keep), ranked_.end(),
+            [&](std::size_t x, std::size_t y) { return std::tie(by[x], x) < std::tie(by[y], y); });
+        return std::span<const std::size_t>(ranked_.data(), keep);
+      };
+      base_.clear();
+      for (const auto d : lowest(starts))
+        base_.push_back(d);
+      for (const auto d : lowest(totals))
+        base_.push_back(d);
+      rank_key_.resize(devices);
+      for (std::size_t d = 0; d < devices; ++d)
+        rank_key_[d] = -starts[d];
+      for (const auto d : lowest(rank_key_))
+        base_.push_back(d);
+      for (std::size_t d = 0; d < devices; ++d)
+        rank_key_[d] = static_cast<double>(st_.dim_sum[d]);
+      for (const auto d : lowest(rank_key_))
+        base_.push_back(d);
+      std::sort(base_.begin(), base_.end());
+      base_.erase(std::unique(base_.begin(), base_.end()), base_.end());
+    }
+    all_ = base_.size() == devices;
+  }
+
+  // to_ = base_ and the devices holding a piece that `p` merges into.
+  void with_partners(const shard& p) {
+    to_ = base_;
+    if (all_) return;
+    const std::size_t before = to_.size();
+    for (const std::size_t j : of_table_[p.table]) {
+      const shard& q = pieces_[j];
+      if (mergeable(p, q)) to_.push_back(q.device);
+    }
+    if (to_.size() == before) return;
+    std::sort(to_.begin(), to_.end());
+    to_.erase(std::unique(to_.begin(), to_.end()), to_.end());
+  }
+
+  static bool mergeable(const shard& p, const shard& q) noexcept {
+    return !q.replica && q.table == p.table && q.row_begin == p.row_begin &&
+           q.row_end == p.row_end && (q.col_end == p.col_begin || p.col_end == q.col_begin);
+  }
+
+  void index_pieces() {
+    for (auto& ids : on_)
+      ids.clear();
+    for (auto& ids : of_table_)
+      ids.clear();
+    for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      on_[pieces_[i].device].push_back(i);
+      of_table_[pieces_[i].table].push_back(i);
+    }
+  }
 
   static shard moved(shard s, std::size_t d) {
     s.device = static_cast<std::uint32_t>(d);
@@ -237,16 +337,22 @@ class local_improver {
   }
 
   // The constraint sees the state with the leaving pieces removed and the
-  // entering ones added in turn.
+  // entering ones added in turn (st_ changed in place, then restored: integer
+  // sums, so exactly).
   bool admitted(const local_move& m) {
-    placement_state st = st_;
-    if (m.out_a != npos) unplace(t_, st, pieces_[m.out_a]);
-    if (m.out_b != npos) unplace(t_, st, pieces_[m.out_b]);
-    if (m.has_in_a) {
-      if (!rule_.admits(t_, st, m.in_a)) return false;
-      st.place(t_, m.in_a);
+    if (m.out_a != npos) unplace(t_, st_, pieces_[m.out_a]);
+    if (m.out_b != npos) unplace(t_, st_, pieces_[m.out_b]);
+    bool ok = !m.has_in_a || rule_.admits(t_, st_, m.in_a);
+    if (ok && m.has_in_a) {
+      st_.place(t_, m.in_a);
+      ok = !m.has_in_b || rule_.admits(t_, st_, m.in_b);
+      unplace(t_, st_, m.in_a);
+    } else if (ok) {
+      ok = !m.has_in_b || rule_.admits(t_, st_, m.in_b);
     }
-    return !m.has_in_b || rule_.admits(t_, st, m.in_b);
+    if (m.out_b != npos) st_.place(t_, pieces_[m.out_b]);
+    if (m.out_a != npos) st_.place(t_, pieces_[m.out_a]);
+    return ok;
   }
 
   void try_move(const local_move& m) {
@@ -271,15 +377,28 @@ class local_improver {
       kb += piece_key(m.in_b);
       dim_b += m.in_b.cols();
     }
-    compute_scratch_ = compute_;
-    dim_scratch_ = st_.dim_sum;
-    compute_scratch_[m.a] =
+    const compute_cost ca =
         device_cost(m.a, ka, on_[m.a], m.out_a, m.out_b, m.has_in_a ? &m.in_a : nullptr);
-    compute_scratch_[m.b] =
+    const compute_cost cb =
         device_cost(m.b, kb, on_[m.b], m.out_a, m.out_b, m.has_in_b ? &m.in_b : nullptr);
-    dim_scratch_[m.a] = dim_a;
-    dim_scratch_[m.b] = dim_b;
-    const double c = trial_.max_ms(t_, model_, compute_scratch_, dim_scratch_);
+    if constexpr (reward_decreasing_in_max_cost<Reward>) {
+      // Every device's total is at least its compute where communication is
+      // never negative (plan_pricer.hpp): a candidate whose compute alone
+      // reaches the best cost cannot replace it, and is not priced.
+      if (comm_nonnegative_ &&
+          std::max({ca.total_ms(), cb.total_ms(), max_compute_except(m.a, m.b)}) >= best_cost_)
+        return;
+    }
+    // The candidate's figures in place of the current plan's, then back.
+    const compute_cost old_a = compute_[m.a];
+    const compute_cost old_b = compute_[m.b];
+    const std::int64_t old_dim_a = st_.dim_sum[m.a];
+    const std::int64_t old_dim_b = st_.dim_sum[m.b];
+    compute_[m.a] = ca;
+    compute_[m.b] = cb;
+    st_.dim_sum[m.a] = dim_a;
+    st_.dim_sum[m.b] = dim_b;
+    const double c = trial_.max_ms(t_, model_, compute_, st_.dim_sum);
     if constexpr (reward_decreasing_in_max_cost<Reward>) {
       if (c < best_cost_) {
         best_cost_ = c;
@@ -287,12 +406,15 @@ class local_improver {
         found_ = true;
       }
     } else {
-      memory_scratch_ = st_.memory_bytes;
-      if (m.out_a != npos) memory_scratch_[m.a] -= shard_bytes(t_, pieces_[m.out_a]);
-      if (m.out_b != npos) memory_scratch_[m.b] -= shard_bytes(t_, pieces_[m.out_b]);
-      if (m.has_in_a) memory_scratch_[m.a] += shard_bytes(t_, m.in_a);
-      if (m.has_in_b) memory_scratch_[m.b] += shard_bytes(t_, m.in_b);
-      trial_.plan_cost_of(compute_scratch_, memory_scratch_, dim_scratch_, scored_);
+      const std::uint64_t old_memory_a = st_.memory_bytes[m.a];
+      const std::uint64_t old_memory_b = st_.memory_bytes[m.b];
+      if (m.out_a != npos) st_.memory_bytes[m.a] -= shard_bytes(t_, pieces_[m.out_a]);
+      if (m.out_b != npos) st_.memory_bytes[m.b] -= shard_bytes(t_, pieces_[m.out_b]);
+      if (m.has_in_a) st_.memory_bytes[m.a] += shard_bytes(t_, m.in_a);
+      if (m.has_in_b) st_.memory_bytes[m.b] += shard_bytes(t_, m.in_b);
+      trial_.plan_cost_of(compute_, st_.memory_bytes, st_.dim_sum, scored_);
+      st_.memory_bytes[m.a] = old_memory_a;
+      st_.memory_bytes[m.b] = old_memory_b;
       const double score = static_cast<double>(reward_.score(t_, scored_));
       if (score > best_score_) {
         best_score_ = score;
@@ -300,6 +422,10 @@ class local_improver {
         found_ = true;
       }
     }
+    compute_[m.a] = old_a;
+    compute_[m.b] = old_b;
+    st_.dim_sum[m.a] = old_dim_a;
+    st_.dim_sum[m.b] = old_dim_b;
   }
 
   void apply(const local_move& m) {
@@ -315,11 +441,8 @@ class local_improver {
     if (m.has_in_b) pieces_.push_back(m.in_b);
     if (m.has_in_a) st_.place(t_, m.in_a);
     if (m.has_in_b) st_.place(t_, m.in_b);
-    // Rebuild the per-device lists (indices moved) and price a and b.
-    for (auto& ids : on_)
-      ids.clear();
-    for (std::size_t i = 0; i < pieces_.size(); ++i)
-      on_[pieces_[i].device].push_back(i);
+    // Rebuild the per-device and per-table lists (indices moved); price a and b.
+    index_pieces();
     for (const std::size_t d : {m.a, m.b}) {
       key_[d] = kinds_.empty(d);
       for (const std::size_t i : on_[d])
@@ -334,13 +457,16 @@ class local_improver {
   const CostModel& model_;
   const Constraint& rule_;
   Reward reward_;
+  std::size_t destinations_;
+  bool comm_nonnegative_;  // communication_nonnegative(model_, t_)
   device_kinds kinds_;
   group_pricer<CostModel> price_;
   cost_cache cache_{1 << 12};
   plan_pricer pricer_;  // the current plan (its totals and starts pick the bottlenecks)
   plan_pricer trial_;   // candidates
   std::vector<shard> pieces_;
-  std::vector<std::vector<std::size_t>> on_;
+  std::vector<std::vector<std::size_t>> on_;        // device -> its pieces
+  std::vector<std::vector<std::size_t>> of_table_;  // table -> its pieces
   std::vector<multiset_key> key_;
   std::vector<compute_cost> compute_;
   placement_state st_;
@@ -349,11 +475,18 @@ class local_improver {
   double score_ = 0.0;       // the current plan's, when the reward is not decreasing in max cost
   double best_score_ = 0.0;  // likewise, the best candidate's
   plan_cost scored_;
-  std::vector<std::uint64_t> memory_scratch_;
   bool found_ = false;
   local_move best_;
-  std::vector<compute_cost> compute_scratch_;
-  std::vector<std::int64_t> dim_scratch_;
+  struct top_entry {
+    double total;
+    std::size_t device;
+  };
+  std::array<top_entry, 3> top_{};   // top_compute()
+  std::vector<std::size_t> base_;    // the round's destinations
+  std::vector<std::size_t> ranked_;  // scratch of pick_destinations
+  std::vector<double> rank_key_;     // likewise
+  std::vector<std::size_t> to_;      // base_ and one piece's merge partners
+  bool all_ = true;                  // base_ holds every device
   std::vector<shard> group_;
   std::vector<multiset_key> keys_;
 };
@@ -436,6 +569,10 @@ template <class Start = column_beam>
 struct local_search {
   Start start{};
   std::int32_t max_moves = 64;  // improving moves applied at most
+  // Devices a bottleneck piece may go to per ranking (earliest start, lowest
+  // total, latest start, fewest columns); with at most this many devices,
+  // every device (the plan of trying every device, as before issue 19 item 9).
+  std::int32_t destinations = 8;
 
   // Compares complete plans by reward.score, whatever the start searcher does.
   static constexpr bool uses_reward = true;
@@ -444,6 +581,9 @@ struct local_search {
 
   void validate() const {
     if (max_moves < 0) detail::fail("local_search.max_moves", max_moves, "a count >= 0");
+    if (destinations <= 0) {
+      detail::fail("local_search.destinations", destinations, "a positive number of devices");
+    }
   }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>
@@ -463,8 +603,8 @@ struct local_search {
       }
       out = std::move(fallback);
     }
-    search::detail::local_improver<CostModel, Constraint, Reward> improver(t, model, rule,
-                                                                           out.placement, score);
+    search::detail::local_improver<CostModel, Constraint, Reward> improver(
+        t, model, rule, out.placement, score, static_cast<std::size_t>(destinations));
     for (std::int32_t k = 0; k < max_moves && improver.improve(); ++k) {
     }
     out.placement = improver.result();

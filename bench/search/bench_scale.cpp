@@ -1,0 +1,176 @@
+// Scaling of the TorchRec-like planner (torchrec_planner, search/torchrec_like.hpp)
+// and of NeuroShard's search with local search (neuroshard_ls_planner:
+// column_beam + grid engine + local_search), on the analytic model and on the
+// bundled learned compute model (data/cost/cpu_compute_model.safetensors,
+// neural_cost: NeuroShard's compute net + analytic communication), from 1,000
+// tables on 128 devices to 10,000 tables on 1,024 devices (issue 19 item 9).
+// Tables: bench/common/bench_task.hpp (the synthetic pool, dims {4, ..., 128},
+// memory never refuses). Goal at 10,000 x 1,024: <= 5 s and <= 200 MB per plan.
+//
+// Memory, two counters:
+//  - peak_heap_MB: the peak of live heap bytes during one planning call above
+//    what was live when it began. Every allocation of this program goes
+//    through the counting operator new / delete below (malloc_usable_size
+//    bytes, so what the allocator really hands out); the peak is reset before
+//    each call, so the figure is one call's, whatever ran before it in the
+//    process.
+//  - max_rss_MB: the process's resident high-water mark (getrusage). It cannot
+//    be reset, so it is one call's figure (plus the task and the program) only
+//    when the benchmark runs alone in its process:
+//      bench_scale --benchmark_filter='bm_torchrec/10000/1024$'
+#include <benchmark/benchmark.h>
+
+#include <malloc.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+#include "embplan/cost/analytic.hpp"
+#include "embplan/cost/neural.hpp"
+#include "embplan/presets.hpp"
+
+#include "common/bench_task.hpp"
+
+namespace {
+
+std::atomic<std::int64_t> live_bytes{0};
+std::atomic<std::int64_t> peak_bytes{0};
+
+void note_alloc(void* p) noexcept {
+  const auto n = static_cast<std::int64_t>(malloc_usable_size(p));
+  const std::int64_t now = live_bytes.fetch_add(n, std::memory_order_relaxed) + n;
+  std::int64_t peak = peak_bytes.load(std::memory_order_relaxed);
+  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void* counted_alloc(std::size_t n, std::size_t align) {
+  void* p = nullptr;
+  if (align <= alignof(std::max_align_t)) {
+    p = std::malloc(n == 0 ? 1 : n);
+  } else if (posix_memalign(&p, align, n == 0 ? align : n) != 0) {
+    p = nullptr;
+  }
+  if (p == nullptr) throw std::bad_alloc();
+  note_alloc(p);
+  return p;
+}
+
+void counted_free(void* p) noexcept {
+  if (p == nullptr) return;
+  live_bytes.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  std::free(p);
+}
+
+double max_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+const embplan::neural_cost& learned_model() {
+  static const auto m = embplan::neural_cost::load(EMBPLAN_BUNDLED_COMPUTE_MODEL);
+  return m;
+}
+
+template <class Planner>
+void run(benchmark::State& state, const Planner& p) {
+  const auto t = embplan_bench::bench_task(state.range(0), state.range(1));
+  double peak_mb = 0.0;
+  for (auto _ : state) {
+    const std::int64_t base = live_bytes.load();
+    peak_bytes.store(base);
+    auto r = p(t, 0);
+    peak_mb = std::max(peak_mb, static_cast<double>(peak_bytes.load() - base) / 1e6);
+    if (!r.ok) state.SkipWithError(r.failure.c_str());
+    state.counters["cost_ms"] = r.cost_ms.max_ms();
+    state.counters["shards"] = static_cast<double>(r.placement.shards.size());
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["peak_heap_MB"] = peak_mb;
+  state.counters["max_rss_MB"] = max_rss_mb();
+}
+
+void bm_torchrec(benchmark::State& state) {
+  run(state, embplan::torchrec_planner{});
+}
+
+void bm_neuroshard_ls(benchmark::State& state) {
+  run(state, embplan::neuroshard_ls_planner{});
+}
+
+void bm_neuroshard_ls_learned(benchmark::State& state) {
+  const auto& model = learned_model();
+  run(state, embplan::basic_neuroshard_ls_planner<embplan::neural_cost>(model, {}, {}, {}));
+}
+
+void sizes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"tables", "devices"});
+  for (const auto& [tables, devices] :
+       {std::pair{1000, 128}, {2500, 256}, {5000, 512}, {10000, 1024}})
+    b->Args({tables, devices});
+  b->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return counted_alloc(n, 0);
+}
+void* operator new[](std::size_t n) {
+  return counted_alloc(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted_alloc(n, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted_alloc(n, 0);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void operator delete(void* p) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  counted_free(p);
+}
+
+BENCHMARK(bm_torchrec)->Apply(sizes);
+BENCHMARK(bm_neuroshard_ls)->Apply(sizes);
+BENCHMARK(bm_neuroshard_ls_learned)->Apply(sizes);
+
+BENCHMARK_MAIN();
