@@ -5,7 +5,8 @@
 // - the same device through packed_compute_cost_net (issue 3: <= 2 us), on
 //   the kernel chosen at run time and on each kernel by name; and its
 //   finish() alone, the head after the first layer's sum (a planner's cost
-//   per placement, search/piecewise.hpp);
+//   per placement, search/piecewise.hpp), and term(), one table's share of
+//   the head's first layer (paid once per piece);
 // - the same for 1,000 devices of 10 tables in one batched call;
 // - one step of AutoShard's two-layer LSTM policy (hidden 64, input 64; and
 //   hidden 128), batch 1;
@@ -81,6 +82,25 @@ void bm_packed_finish(benchmark::State& state, embplan::nn::simd_kernel kernel) 
   for (auto _ : state) {
     float cost = net.finish(z.data());
     benchmark::DoNotOptimize(cost);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string(to_string(net.kernel())));
+}
+
+// term() alone: one table's raw features through the table MLP and the head's
+// first layer (what a planner pays once per piece, search/piecewise.hpp).
+void bm_packed_term(benchmark::State& state, embplan::nn::simd_kernel kernel) {
+  if (!embplan::nn::simd_kernel_supported(kernel)) {
+    state.SkipWithError("kernel not supported on this CPU");
+    return;
+  }
+  const embplan::nn::packed_compute_cost_net net(trained_shape_net(), kernel);
+  const matrix x = random_matrix(1, 20, 12);
+  std::vector<float> out(net.term_size());
+  for (auto _ : state) {
+    net.term(x.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations());
   state.SetLabel(std::string(to_string(net.kernel())));
@@ -167,6 +187,16 @@ BENCHMARK_CAPTURE(bm_packed_compute_cost_device, avx512, embplan::nn::simd_kerne
 BENCHMARK_CAPTURE(bm_packed_finish, automatic, embplan::nn::simd_kernel::automatic)
     ->Unit(benchmark::kNanosecond);
 BENCHMARK_CAPTURE(bm_packed_finish, scalar, embplan::nn::simd_kernel::scalar)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_finish, avx2, embplan::nn::simd_kernel::avx2)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_finish, avx512, embplan::nn::simd_kernel::avx512)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_term, scalar, embplan::nn::simd_kernel::scalar)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_term, avx2, embplan::nn::simd_kernel::avx2)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_term, avx512, embplan::nn::simd_kernel::avx512)
     ->Unit(benchmark::kNanosecond);
 BENCHMARK(bm_compute_cost_device_from_latents)->Arg(10)->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_compute_cost_batched)->Arg(1000)->Unit(benchmark::kMicrosecond);

@@ -103,6 +103,21 @@ class neural_cost {
     return out;
   }
 
+  // This model on another kernel of the packed network (nn::simd_kernel;
+  // automatic, the default: the widest this CPU runs). Every kernel gives
+  // the same costs, bit for bit (nn/packed_compute_cost_net.hpp), so this
+  // changes speed only; tests use it to check that plans do not depend on it.
+  // A kernel this CPU cannot run throws, naming it.
+  neural_cost with_kernel(nn::simd_kernel kernel) const {
+    const state& s = require();
+    neural_cost out = *this;
+    out.state_ = std::make_shared<const state>(s.net, s.meta, kernel);
+    return out;
+  }
+
+  // The packed network's kernel (never automatic).
+  nn::simd_kernel kernel() const { return require().packed.kernel(); }
+
   // "analytic" or "neural_comm".
   std::string_view communication_name() const noexcept {
     return std::visit([](const auto& c) -> std::string_view { return c.name(); }, comm_);
@@ -252,8 +267,9 @@ class neural_cost {
 
  private:
   struct state {
-    state(const nn::compute_cost_net& n, neural_cost_metadata m)
-        : net(n), packed(n), meta(std::move(m)) {}
+    state(const nn::compute_cost_net& n, neural_cost_metadata m,
+          nn::simd_kernel kernel = nn::simd_kernel::automatic)
+        : net(n), packed(n, kernel), meta(std::move(m)) {}
     nn::compute_cost_net net;
     nn::packed_compute_cost_net packed;
     neural_cost_metadata meta;

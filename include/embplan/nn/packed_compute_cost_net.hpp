@@ -15,9 +15,15 @@
 // Immutable after construction: operator() is const, allocates nothing for
 // layers up to a few hundred wide (its scratch is on the stack) and may be
 // called from many threads. Results equal compute_cost_net's up to float
-// rounding (the normaliser multiplies by 1/std instead of dividing, and the
-// head's first layer sums per-table products: W1 l_0 + W1 l_1 + ... rather
-// than W1 (l_0 + l_1 + ...)).
+// rounding (the normaliser multiplies by 1/std instead of dividing, the
+// multiply-adds are fused, and the head's first layer sums per-table
+// products: W1 l_0 + W1 l_1 + ... rather than W1 (l_0 + l_1 + ...)).
+//
+// Every kernel gives the same floats, bit for bit (issue 19 item 6): scalar,
+// AVX2 and AVX-512 perform the same fused multiply-adds and sums in the same
+// order (the contract in detail/packed_layers.hpp), so a plan priced with
+// this net does not depend on the kernel the CPU gets. The kernel changes
+// speed only; `kernel` exists so that tests and benchmarks can run each.
 
 #include <Eigen/Core>
 
@@ -39,6 +45,7 @@
 namespace embplan::inline EMBPLAN_ABI::nn {
 
 // Which kernel a packed network runs. automatic: the widest the CPU supports.
+// All give the same results bit for bit; they differ in speed.
 enum class simd_kernel : std::uint8_t { automatic, scalar, avx2, avx512 };
 
 constexpr std::string_view to_string(simd_kernel k) noexcept {
@@ -405,7 +412,7 @@ class packed_compute_cost_net {
   // the activation and the last layer are one pass over z.
   template <class Ops>
   float finish_of(const float* z) const {
-    if (single_head_layer_) return first_.relu ? std::max(z[0], 0.0f) : z[0];
+    if (single_head_layer_) return first_.relu ? detail::packed_relu(z[0]) : z[0];
     const float* out_w = data_.data() + out_w_;
     float y = 0.0f;
     if (head_layers_.empty()) {
@@ -417,7 +424,7 @@ class packed_compute_cost_net {
       std::copy_n(z, first_.n_pad, in);
       if (first_.relu) {
         for (std::size_t i = 0; i < first_.n_pad; ++i)
-          in[i] = std::max(in[i], 0.0f);
+          in[i] = detail::packed_relu(in[i]);
       }
       for (const layer_desc& d : head_layers_) {
         Ops::vecmat(in, view(d), out);
@@ -425,8 +432,8 @@ class packed_compute_cost_net {
       }
       y = Ops::dot(in, out_w, out_k_pad_);
     }
-    y += out_b_;
-    return out_relu_ ? std::max(y, 0.0f) : y;
+    y = y + out_b_;
+    return out_relu_ ? detail::packed_relu(y) : y;
   }
 
   // run()'s work for one row, its term stored instead of summed.

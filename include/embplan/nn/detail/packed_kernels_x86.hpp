@@ -11,6 +11,9 @@
 // 12 of 16. Ten tables x (20x128 + 128x32) is ~66k FMAs, ~2k cycles at two
 // 16-wide FMAs per cycle. All loads are unaligned-safe (loadu), so any
 // stride and any allocation works; packed storage is cache-line aligned anyway.
+// Both follow the arithmetic contract in packed_layers.hpp (the same fma
+// chains and sums in the same order as scalar_ops), so every kernel gives the
+// same floats, bit for bit.
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define EMBPLAN_NN_X86_KERNELS 1
@@ -36,7 +39,8 @@ inline bool cpu_has_avx2() noexcept {
 
 // max(v, 0) and the sum of the lanes, through zero-masked forms: GCC 12's
 // _mm512_max_ps and _mm512_reduce_add_ps read an _mm512_undefined_*() and trip
-// -Wmaybe-uninitialized (GCC bug 105593).
+// -Wmaybe-uninitialized (GCC bug 105593). sum512 is the lane tree of the
+// kernels' contract (packed_layers.hpp): lane i + lane i^8, then i^4, i^2, i^1.
 [[gnu::target("avx512f")]] inline __m512 relu512(__m512 v) {
   return _mm512_maskz_max_ps(static_cast<__mmask16>(0xFFFF), v, _mm512_setzero_ps());
 }
@@ -50,6 +54,7 @@ inline bool cpu_has_avx2() noexcept {
   return _mm512_cvtss_f32(v);
 }
 
+// Eight lanes in the same tree: i + i^4, then i^2, i^1.
 [[gnu::target("avx2,fma")]] inline float sum256(__m256 s) {
   const __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
   const __m128 h = _mm_add_ps(q, _mm_movehl_ps(q, q));
@@ -300,22 +305,31 @@ struct avx2_ops {
     }
   }
 
+  // The sixteen lanes of the contract (packed_layers.hpp) in two registers,
+  // lanes 0-7 and 8-15; lo + hi is the tree's first level, sum256 the rest.
   [[gnu::target("avx2,fma")]] static float dot(const float* in, const float* w, std::size_t k_pad) {
-    __m256 s = _mm256_setzero_ps();
-    for (std::size_t k = 0; k < k_pad; k += 8)
-      s = _mm256_fmadd_ps(_mm256_loadu_ps(in + k), _mm256_loadu_ps(w + k), s);
-    return sum256(s);
+    __m256 lo = _mm256_setzero_ps();
+    __m256 hi = _mm256_setzero_ps();
+    for (std::size_t k = 0; k < k_pad; k += 16) {
+      lo = _mm256_fmadd_ps(_mm256_loadu_ps(in + k), _mm256_loadu_ps(w + k), lo);
+      hi = _mm256_fmadd_ps(_mm256_loadu_ps(in + k + 8), _mm256_loadu_ps(w + k + 8), hi);
+    }
+    return sum256(_mm256_add_ps(lo, hi));
   }
 
   // dot(max(in, 0), w): a ReLU layer's output straight into the last layer.
   [[gnu::target("avx2,fma")]] static float relu_dot(const float* in, const float* w,
                                                     std::size_t k_pad) {
     const __m256 zero = _mm256_setzero_ps();
-    __m256 s = _mm256_setzero_ps();
-    for (std::size_t k = 0; k < k_pad; k += 8) {
-      s = _mm256_fmadd_ps(_mm256_max_ps(_mm256_loadu_ps(in + k), zero), _mm256_loadu_ps(w + k), s);
+    __m256 lo = _mm256_setzero_ps();
+    __m256 hi = _mm256_setzero_ps();
+    for (std::size_t k = 0; k < k_pad; k += 16) {
+      lo =
+          _mm256_fmadd_ps(_mm256_max_ps(_mm256_loadu_ps(in + k), zero), _mm256_loadu_ps(w + k), lo);
+      hi = _mm256_fmadd_ps(_mm256_max_ps(_mm256_loadu_ps(in + k + 8), zero),
+                           _mm256_loadu_ps(w + k + 8), hi);
     }
-    return sum256(s);
+    return sum256(_mm256_add_ps(lo, hi));
   }
 
   // acc[0..n) += x[0..n), n a multiple of 8.

@@ -8,9 +8,40 @@
 // few contiguous loads per k, no horizontal sums. Padded outputs have zero
 // weight and bias, so they stay 0 after ReLU and a following layer can read
 // them (or skip them: its in-count is the unpadded size).
+//
+// Every kernel (scalar_ops here, avx2_ops and avx512_ops in
+// packed_kernels_x86.hpp) performs the same float operations in the same
+// order, so all give the same results bit for bit and a plan does not depend
+// on the kernel picked at run time (issue 19 item 6; DESIGN.md "Same seed,
+// same plan, on every machine"). The contract, per output element:
+//   normalize  (x - mean) * inv_std: a subtraction, then a multiplication;
+//   layer      acc = b[n]; acc = fma(in[k], w[k][n], acc) for k = 0, 1, ...,
+//              K-1 in order; then relu. One row's arithmetic does not depend
+//              on the rows around it (each row has its own accumulators);
+//   layer_sum  the rows' layer outputs added into sum one row at a time, in
+//              row order;
+//   vecmat     four partial sums: p[k % 4] over k < 4 floor(K / 4), p[0]
+//              starting at b[n] and p[1..3] at 0, each a chain of fma in k
+//              order; the leftover k (K % 4 of them) into p[0] in order;
+//              then (p[0] + p[1]) + (p[2] + p[3]);
+//   dot        sixteen lanes s[k % 16] from 0, each a chain of fma in k order
+//              (relu_dot: of packed_relu(in[k])), then a fixed pairwise tree:
+//              t[i] = s[i] + s[i+8], u[i] = t[i] + t[i+4], v[i] = u[i] + u[i+2],
+//              result v[0] + v[1] (k_pad a multiple of 16);
+//   relu       x > 0 ? x : +0 (x86's max(x, 0): -0 and NaN give +0).
+// Multiply-adds are fused everywhere (FMA: one rounding): the SIMD kernels
+// use FMA instructions, the scalar kernel fma_exact below, never `a * b + c`,
+// whose contraction would be the compiler's choice (GCC contracts under
+// -ffp-contract=fast, its GNU-mode default, when the target has FMA). The
+// guarantee assumes IEEE float arithmetic in the default environment:
+// -ffast-math (or -fassociative-math, flush-to-zero) voids it.
 
 #include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <vector>
 
@@ -86,16 +117,76 @@ struct norm_view {
   std::size_t f;
 };
 
-// The portable kernels: plain loops the compiler vectorises for the baseline
-// ISA. Same results as the SIMD kernels up to summation order.
+// x86's max(x, 0) (maxps returns its second operand unless x > 0), so that
+// -0 and NaN give +0 in every kernel.
+inline float packed_relu(float x) noexcept {
+  return x > 0.0f ? x : 0.0f;
+}
+
+// Lanes of the dot products' partial sums (the AVX-512 register's width; the
+// AVX2 kernel keeps them in two registers).
+inline constexpr std::size_t dot_lanes = 16;
+
+// The sum of sixteen lanes in the fixed tree of the contract above.
+inline float lane_tree_sum(float (&s)[dot_lanes]) noexcept {
+  for (std::size_t half = dot_lanes / 2; half > 0; half /= 2) {
+    for (std::size_t i = 0; i < half; ++i)
+      s[i] = s[i] + s[i + half];
+  }
+  return s[0];
+}
+
+// a * b + c rounded once, as std::fma, in double arithmetic: the product of
+// two floats is exact in a double (24 + 24 significant bits <= 53); the sum
+// is rounded to odd (round to nearest, then, when TwoSum's error says it was
+// inexact and the result is even, its neighbour toward the exact sum), and a
+// double rounded to odd then rounds to the correctly rounded float, since
+// 53 >= 24 + 2 (Boldo & Melquiond, "Emulation of FMA and correctly rounded
+// sums: proved algorithms using rounding to odd", IEEE Trans. Comput. 57(4),
+// 2008). About 1.4 ns a call on Zen 5 (GCC 12 does not vectorise it for
+// SSE2): as fast as glibc's fmaf there, and meant for CPUs without an FMA
+// unit, where glibc's fmaf switches the rounding mode on every call.
+// Infinities and NaN pass through the plain sum (a NaN's payload may differ
+// from std::fma's).
+inline float fma_round_to_odd(float a, float b, float c) noexcept {
+  const double p = static_cast<double>(a) * static_cast<double>(b);
+  const double cd = c;
+  const double s = p + cd;
+  const double p_part = s - cd;  // TwoSum (Knuth): s + e == p + cd exactly
+  const double c_part = s - p_part;
+  const double e = (p - p_part) + (cd - c_part);
+  constexpr std::uint64_t exponent = 0x7FF0000000000000u;
+  auto bits = std::bit_cast<std::uint64_t>(s);
+  const bool adjust = e != 0.0 && (bits & 1u) == 0u && (bits & exponent) != exponent;
+  const bool away_from_zero = (e > 0.0) == (s > 0.0);
+  bits += adjust ? (away_from_zero ? std::uint64_t{1} : ~std::uint64_t{0}) : std::uint64_t{0};
+  return static_cast<float>(std::bit_cast<double>(bits));
+}
+
+// The scalar kernel's multiply-add: the FMA instruction where the target has
+// one (FP_FAST_FMAF: AArch64, an x86 build with -mfma), else the emulation
+// above; both are std::fma's value. The emulation needs double arithmetic
+// without excess precision (FLT_EVAL_METHOD 0; not x87).
+inline float fma_exact(float a, float b, float c) noexcept {
+#if defined(FP_FAST_FMAF) || !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+  return std::fma(a, b, c);
+#else
+  return fma_round_to_odd(a, b, c);
+#endif
+}
+
+// The portable kernels: plain loops in the order of the contract above, with
+// fma_exact for every multiply-add.
 struct scalar_ops {
   static void normalize(const float* x, std::size_t x_stride, std::size_t rows, const norm_view& nv,
                         float* out, std::size_t out_stride) {
     for (std::size_t r = 0; r < rows; ++r) {
       const float* xr = x + r * x_stride;
       float* o = out + r * out_stride;
-      for (std::size_t f = 0; f < nv.f; ++f)
-        o[f] = (xr[f] - nv.mean[f]) * nv.inv_std[f];
+      for (std::size_t f = 0; f < nv.f; ++f) {
+        const float centred = xr[f] - nv.mean[f];
+        o[f] = centred * nv.inv_std[f];
+      }
     }
   }
 
@@ -113,31 +204,49 @@ struct scalar_ops {
     for (std::size_t r = 0; r < rows; ++r) {
       row(in + r * in_stride, l, tmp);
       for (std::size_t n = 0; n < l.n_pad; ++n)
-        sum[n] += tmp[n];
+        sum[n] = sum[n] + tmp[n];
     }
   }
 
-  static void vecmat(const float* in, const layer_view& l, float* out) { row(in, l, out); }
-
-  static float dot(const float* in, const float* w, std::size_t k_pad) {
-    float s = 0.0f;
-    for (std::size_t k = 0; k < k_pad; ++k)
-      s += in[k] * w[k];
-    return s;
+  // One row through a head layer: four partial sums over k (the SIMD
+  // kernels' latency split, emulated).
+  static void vecmat(const float* in, const layer_view& l, float* out) {
+    const std::size_t k4 = l.k / 4 * 4;
+    for (std::size_t n = 0; n < l.n_pad; ++n) {
+      float p[4] = {l.b[n], 0.0f, 0.0f, 0.0f};
+      const float* w = l.w + n;
+      for (std::size_t k = 0; k < k4; ++k)
+        p[k % 4] = fma_exact(in[k], w[k * l.n_pad], p[k % 4]);
+      for (std::size_t k = k4; k < l.k; ++k)
+        p[0] = fma_exact(in[k], w[k * l.n_pad], p[0]);
+      const float y = (p[0] + p[1]) + (p[2] + p[3]);
+      out[n] = l.relu ? packed_relu(y) : y;
+    }
   }
 
-  // dot(max(in, 0), w): a ReLU layer's output straight into the last layer.
+  static float dot(const float* in, const float* w, std::size_t k_pad) {
+    float s[dot_lanes] = {};
+    for (std::size_t k = 0; k < k_pad; k += dot_lanes) {
+      for (std::size_t j = 0; j < dot_lanes; ++j)
+        s[j] = fma_exact(in[k + j], w[k + j], s[j]);
+    }
+    return lane_tree_sum(s);
+  }
+
+  // dot(relu(in), w): a ReLU layer's output straight into the last layer.
   static float relu_dot(const float* in, const float* w, std::size_t k_pad) {
-    float s = 0.0f;
-    for (std::size_t k = 0; k < k_pad; ++k)
-      s += std::max(in[k], 0.0f) * w[k];
-    return s;
+    float s[dot_lanes] = {};
+    for (std::size_t k = 0; k < k_pad; k += dot_lanes) {
+      for (std::size_t j = 0; j < dot_lanes; ++j)
+        s[j] = fma_exact(packed_relu(in[k + j]), w[k + j], s[j]);
+    }
+    return lane_tree_sum(s);
   }
 
   // acc[0..n) += x[0..n).
   static void add(float* acc, const float* x, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
-      acc[i] += x[i];
+      acc[i] = acc[i] + x[i];
   }
 
  private:
@@ -152,10 +261,10 @@ struct scalar_ops {
       for (std::size_t k = 0; k < l.k; ++k, w += l.n_pad) {
         const float x = in[k];
         for (std::size_t j = 0; j < packed_width; ++j)
-          acc[j] += x * w[j];
+          acc[j] = fma_exact(x, w[j], acc[j]);
       }
       for (std::size_t j = 0; j < packed_width; ++j)
-        out[n + j] = l.relu ? std::max(acc[j], 0.0f) : acc[j];
+        out[n + j] = l.relu ? packed_relu(acc[j]) : acc[j];
     }
   }
 };
