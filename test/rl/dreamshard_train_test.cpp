@@ -7,12 +7,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/io/safetensors.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/rl/dreamshard.hpp"
@@ -161,6 +164,141 @@ TEST_CASE("a file checkpoint keeps model, iteration, curve and buffer; training 
   const auto not_checkpoint = message_of([&] { rl::load_checkpoint(path, tiny); });
   CHECK(not_checkpoint.find("metadata.embplan.train.iterations_done") != std::string::npos);
   CHECK(not_checkpoint.find("(missing)") != std::string::npos);
+  std::filesystem::remove(path);
+}
+
+namespace {
+
+std::size_t parameter_index(const nn::dreamshard_model& m, std::string_view name) {
+  const auto params = m.named_parameters(std::string_view{});
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i].first == name) return i;
+  FAIL("no parameter " << name);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("Adam runs at LambdaLR's rate and steps each branch from its first gradient on") {
+  const auto tasks = small_tasks();
+  auto st = rl::dreamshard_train_start(tiny);
+  CHECK(st.optimizer.lr() == tiny.lr);
+  const auto steps_of = [&](std::string_view name) {
+    return st.optimizer.parameter_steps().at(parameter_index(st.model, name));
+  };
+  rl::dreamshard_train(std::span<const embplan::task>(tasks), fake_meter{}, tiny, st,
+                       embplan::memory_capacity{}, {}, 1);
+  // Iteration 0 at lr x 1; the RL branch's state starts at its first update
+  // (torch: .grad None through the 5 cost steps), value_net never has one.
+  CHECK(st.optimizer.lr() == tiny.lr);
+  CHECK(steps_of("table_fc_0.weight") == 5 + 2);
+  CHECK(steps_of("overall_fc_1.bias") == 5 + 2);
+  CHECK(steps_of("rl_table_fc_0.weight") == 2);
+  CHECK(steps_of("cost_fc_1.bias") == 2);
+  CHECK(steps_of("policy_net.weight") == 2);
+  CHECK(steps_of("value_net.weight") == 0);
+  rl::dreamshard_train(std::span<const embplan::task>(tasks), fake_meter{}, tiny, st,
+                       embplan::memory_capacity{}, {}, 1);
+  // Iteration 1 at lr x (1 - 1/3), the double LambdaLR hands to Adam; from
+  // then on zero_grad keeps zero gradients, so both branches step every time.
+  CHECK(st.optimizer.lr() == tiny.lr * (1.0 - 1.0 / 3.0));
+  CHECK(steps_of("table_fc_0.weight") == 14);
+  CHECK(steps_of("policy_net.weight") == 9);
+  CHECK(steps_of("value_net.bias") == 0);
+  CHECK(st.optimizer.steps() == 14);
+}
+
+TEST_CASE("a run resumed from a checkpoint file is the uninterrupted run, bit for bit") {
+  const auto tasks = small_tasks();
+  const auto whole = train(tasks, tiny);
+  const auto plan_of = [&](const rl::dreamshard_train_state& st, const embplan::task& t) {
+    const rl::policy_searcher<rl::dreamshard_policy> greedy{rl::dreamshard_trained_policy(st, tiny),
+                                                            {}};
+    return greedy
+        .search(t, embplan::analytic_cost{}, embplan::memory_capacity{},
+                embplan::neg_max_cost_reward{}, 0)
+        .placement;
+  };
+  const auto path = std::filesystem::temp_directory_path() / "embplan_mdp_resume.safetensors";
+  for (const std::int64_t k : {0, 1, 2}) {
+    CAPTURE(k);
+    auto st = rl::dreamshard_train_start(tiny);
+    if (k > 0) {
+      rl::dreamshard_train(std::span<const embplan::task>(tasks), fake_meter{}, tiny, st,
+                           embplan::memory_capacity{}, {}, k);
+    }
+    rl::save_checkpoint(path, st, tiny);
+    auto back = rl::load_checkpoint(path, tiny);  // a fresh state, from the file alone
+    CHECK(back.optimizer.steps() == st.optimizer.steps());
+    CHECK(back.optimizer.parameter_steps() == st.optimizer.parameter_steps());
+    rl::dreamshard_train(std::span<const embplan::task>(tasks), fake_meter{}, tiny, back);
+    CHECK(back.iteration == 3);
+    CHECK(same_model(back.model, whole.model));
+    CHECK(back.learning_curve == whole.learning_curve);
+    CHECK(back.buffer.size() == whole.buffer.size());
+    const auto a = back.optimizer.state(), b = whole.optimizer.state();
+    CHECK(a.parameter_steps == b.parameter_steps);
+    CHECK(a.exp_avg == b.exp_avg);
+    CHECK(a.exp_avg_sq == b.exp_avg_sq);
+    for (const auto& t : tasks)
+      CHECK(plan_of(back, t) == plan_of(whole, t));
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a checkpoint with bad Adam state: the message names the field and the value") {
+  const auto tasks = small_tasks();
+  auto st = rl::dreamshard_train_start(tiny);
+  rl::dreamshard_train(std::span<const embplan::task>(tasks), fake_meter{}, tiny, st,
+                       embplan::memory_capacity{}, {}, 1);
+  const auto path = std::filesystem::temp_directory_path() / "embplan_mdp_bad_adam.safetensors";
+  rl::save_checkpoint(path, st, tiny);
+  const auto good = embplan::io::read_safetensors(path);
+  CHECK(good.tensors.count("adam.exp_avg.policy_net.weight") == 1);
+  CHECK(good.tensors.count("adam.exp_avg_sq.value_net.bias") == 1);
+  const auto refused = [&](embplan::io::safetensors_file f, const std::string& text) {
+    CAPTURE(text);
+    embplan::io::write_safetensors(path, f);
+    const auto msg = message_of([&] { rl::load_checkpoint(path, tiny); });
+    CHECK(msg.find(text) != std::string::npos);
+    CHECK(msg.find(path.string()) != std::string::npos);
+  };
+  auto f = good;
+  f.tensors.erase("adam.exp_avg.policy_net.weight");
+  refused(f, "tensors[\"adam.*\"].size' = 63");
+  f = good;
+  f.tensors["adam.exp_avg.policy_net.weight"].shape = {64, 1};
+  refused(f, "tensors[\"adam.exp_avg.policy_net.weight\"].shape' = \"[64, 1]\"");
+  f = good;
+  f.tensors["adam.exp_avg_sq.cost_fc_0.bias"].dtype = "F16";
+  refused(f, "tensors[\"adam.exp_avg_sq.cost_fc_0.bias\"].dtype' = \"F16\"");
+  f = good;
+  f.metadata["embplan.train.adam_parameter_steps"] = "[1, 2]";
+  refused(f, "metadata.embplan.train.adam_parameter_steps' = 2: expected 32 counts");
+  f = good;
+  f.metadata["embplan.train.adam_parameter_steps"] = "{";
+  refused(f, "metadata.embplan.train.adam_parameter_steps' = \"{\"");
+  f = good;
+  f.metadata.erase("embplan.train.adam_steps");
+  refused(f, "metadata.embplan.train.adam_steps' is missing");
+  f = good;
+  f.metadata["embplan.train.adam_steps"] = "3";  // fewer than the parameters' own counts
+  refused(f, "Adam's state: field 'adam_state.parameter_steps[0]' = 7");
+  f = good;
+  f.tensors["adam.exp_avg_sq.table_fc_0.bias"].values[5] = -2.0f;
+  refused(f, "'adam_state.exp_avg_sq[1]' = -2");
+  // A checkpoint from before Adam's state was kept: loads, with a fresh Adam.
+  f = good;
+  f.metadata.erase("embplan.train.adam_steps");
+  f.metadata.erase("embplan.train.adam_parameter_steps");
+  std::erase_if(f.tensors, [](const auto& kv) { return kv.first.starts_with("adam."); });
+  embplan::io::write_safetensors(path, f);
+  auto old = rl::load_checkpoint(path, tiny);
+  CHECK(old.optimizer.steps() == 0);
+  CHECK(same_model(old.model, st.model));
+  // ... and Adam's restart shows: not the uninterrupted run (what the saved state buys).
+  rl::dreamshard_train(std::span<const embplan::task>(tasks), fake_meter{}, tiny, old);
+  CHECK_FALSE(same_model(old.model, train(tasks, tiny).model));
   std::filesystem::remove(path);
 }
 

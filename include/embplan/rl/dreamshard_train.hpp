@@ -15,8 +15,9 @@
 //     uniformly, N_episode sampled episodes, each step's return the episode's
 //     final reward (minus the overall head), REINFORCE with normalised rewards
 //     and an entropy bonus (rl/reinforce.hpp; train_rl).
-// One Adam (lr 5e-4) serves both networks, its learning rate scaled by
-// 1 - iteration / iterations (the authors' LambdaLR, stepped per iteration).
+// One Adam (lr 5e-4) serves both networks; iteration i runs at
+// lr x (1 - i / iterations), computed in double as the authors' LambdaLR
+// (stepped once per iteration) hands it to torch.optim.Adam (nn::adam::set_lr).
 // Gradient clipping (max_grad_norm) is off by default, as in their code; when
 // set it clips each update's gradient (nn::clip_grad_norm).
 //
@@ -24,27 +25,32 @@
 //  - As in train_rl, the policy loss scores every device of each recorded
 //    state (their obs_buf holds the full observation), while actions are
 //    sampled among the legal devices only.
-//  - The learning-rate schedule: nn::adam has a fixed lr, so a step at factor
-//    f < 1 applies f times the step Adam takes at the base lr (the same update
-//    up to float rounding).
-//  - Adam keeps one step count for all parameters; PyTorch skips (and does not
-//    count) parameters whose .grad is None, so the RL branch's bias
-//    correction in the first iteration differs slightly from theirs.
+//  - Which parameters each Adam step updates, as torch 1.13 does: a
+//    parameter's .grad is None until a backward first reaches it, and
+//    optimizer.zero_grad() (set_to_none=False before torch 2.0) then keeps it
+//    as zeros. The cost loss reaches table_fc_*, the four heads; the policy
+//    loss rl_table_fc_*, cost_fc_*, policy_net (the cost features come from
+//    kernel_forward under no_grad); nothing reaches value_net. So in the first
+//    iteration the RL branch waits (no update, no step count) until its first
+//    policy update, where its bias correction starts from step 1; from then on
+//    every step updates both branches, the other branch with a zero gradient
+//    (its moments still move it). value_net is never stepped. (torch >= 2.0's
+//    zero_grad sets .grad to None, which would step each branch only by its
+//    own loss; not what the authors' torch did.)
 //  - Sampling uses embplan's rng (ragged_sample), seeded: iteration i draws
 //    from rng(derive_seed(seed, i + 1)); the model starts from PyTorch's
 //    default init on rng(derive_seed(seed, 0)). Same seed, same policy, bit
 //    for bit (single-threaded; no global state).
 //
 // Resuming: dreamshard_train_state is everything a run carries between
-// iterations (model, Adam moments, iterations done, buffer, learning curve;
-// the rng is derived per iteration from the seed), so a copy taken after
-// iteration k and trained on gives the same policy, bit for bit, as an
-// uninterrupted run (max_iterations runs part of a schedule).
-// save_checkpoint / load_checkpoint keep all of it in one safetensors file
-// except Adam's moments and step count, which nn::adam does not expose: a run
-// resumed from a file restarts Adam (zero moments, bias correction from step
-// 1), so it continues from the same model, buffer and rng stream but is not
-// bit-equal to an uninterrupted run.
+// iterations (model, Adam moments and step counts, iterations done, buffer,
+// learning curve; the rng is derived per iteration from the seed and the lr
+// from the iteration), so a copy taken after iteration k and trained on gives
+// the same policy, bit for bit, as an uninterrupted run (max_iterations runs
+// part of a schedule). save_checkpoint / load_checkpoint keep all of it in
+// one safetensors file (Adam's moments as F32 tensors "adam.exp_avg.<name>",
+// "adam.exp_avg_sq.<name>", exact), so a run resumed from a file is bit-equal
+// to an uninterrupted one too.
 
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
@@ -56,6 +62,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -176,21 +183,35 @@ inline void mdp_require_options(const dreamshard_train_options& o) {
   }
 }
 
-// Adam at the base lr times `factor` (LambdaLR): the step scaled after the fact.
+// The parameters each loss reaches (see the file comment).
+enum class mdp_branch : std::uint8_t { cost, policy };
+
+inline bool mdp_in_branch(std::string_view name, mdp_branch branch) {
+  constexpr std::string_view cost[] = {"table_fc_", "forward_fc_", "communication_fc_",
+                                       "backward_fc_", "overall_fc_"};
+  constexpr std::string_view policy[] = {"rl_table_fc_", "cost_fc_", "policy_net."};
+  const auto starts = [&](std::span<const std::string_view> prefixes) {
+    for (const auto p : prefixes)
+      if (name.starts_with(p)) return true;
+    return false;
+  };
+  return branch == mdp_branch::cost ? starts(cost) : starts(policy);
+}
+
+// One Adam step after a backward of `branch`'s loss: a parameter has a
+// gradient (PyTorch: .grad is not None) when this backward reached it or an
+// earlier one did (zero_grad keeps it as zeros).
 template <class = void>
 void mdp_adam_step(nn::dreamshard_model& m, const nn::dreamshard_model& grad, nn::adam& opt,
-                   double factor, nn::dreamshard_model& before) {
-  if (factor == 1.0) {
-    opt.step(m, grad);
-    return;
-  }
-  before = m;
-  opt.step(m, grad);
-  const auto f = static_cast<float>(factor);
-  auto after = m.named_parameters(std::string_view{});
-  const auto old = before.named_parameters(std::string_view{});
-  for (std::size_t i = 0; i < after.size(); ++i)
-    *after[i].second = *old[i].second + f * (*after[i].second - *old[i].second);
+                   mdp_branch branch) {
+  const auto names = std::as_const(m).named_parameters(std::string_view{});
+  const auto& counts = opt.parameter_steps();
+  opt.step(m, grad, [&](std::string_view name) {
+    if (mdp_in_branch(name, branch)) return true;
+    for (std::size_t i = 0; i < names.size() && i < counts.size(); ++i)
+      if (names[i].first == name) return counts[i] > 0;
+    return false;
+  });
 }
 
 // Scratch of sampled episodes on one task.
@@ -270,9 +291,8 @@ inline void mdp_append_device(const nn::matrix& features, const std::vector<std:
 template <class = void>
 double mdp_cost_step(dreamshard_train_state& st, std::span<const nn::matrix> features,
                      std::span<const std::pair<std::uint32_t, std::uint32_t>> kernels,
-                     std::int64_t batch, const reinforce_options& clip, double factor, rng& gen,
-                     nn::dreamshard_model& grad, nn::dreamshard_model& before,
-                     nn::dreamshard_cost_tape& tape) {
+                     std::int64_t batch, const reinforce_options& clip, rng& gen,
+                     nn::dreamshard_model& grad, nn::dreamshard_cost_tape& tape) {
   const auto b = static_cast<std::size_t>(batch);
   std::vector<float> rows;
   std::vector<std::int64_t> group, placement_of;
@@ -327,7 +347,7 @@ double mdp_cost_step(dreamshard_train_state& st, std::span<const nn::matrix> fea
   nn::set_zero(grad);
   nn::dreamshard_cost_backward(st.model, x, tape, ddev, dall, grad);
   clip_policy_gradient(grad, clip);
-  mdp_adam_step(st.model, grad, st.optimizer, factor, before);
+  mdp_adam_step(st.model, grad, st.optimizer, mdp_branch::cost);
   return loss;
 }
 
@@ -392,7 +412,6 @@ void dreamshard_train(std::span<const task> tasks, const Meter& meter,
   }
   const reinforce_options ro{.entropy_weight = o.entropy_weight, .max_grad_norm = o.max_grad_norm};
   nn::dreamshard_model grad = nn::zeros_like(st.model);
-  nn::dreamshard_model before;
   nn::dreamshard_cost_tape cost_tape;
   detail::mdp_episode_scratch scratch;
   dreamshard_policy_tape policy_tape;
@@ -403,8 +422,8 @@ void dreamshard_train(std::span<const task> tasks, const Meter& meter,
   for (; st.iteration < last; ++st.iteration) {
     const std::int64_t it = st.iteration;
     rng gen(derive_seed(o.seed, static_cast<std::uint64_t>(it) + 1));
-    const double factor =
-        1.0 - static_cast<double>(it) / static_cast<double>(o.iterations);  // LambdaLR
+    // LambdaLR(lr_lambda = 1 - epoch / num_iterations): group["lr"] = base_lr * lambda, in double.
+    st.optimizer.set_lr(o.lr * (1.0 - static_cast<double>(it) / static_cast<double>(o.iterations)));
     dreamshard_progress report{.iteration = it, .iterations = o.iterations};
 
     // 1. Collect N_collect measured placements with the current policy.
@@ -431,9 +450,9 @@ void dreamshard_train(std::span<const task> tasks, const Meter& meter,
       for (std::size_t d = 0; d < st.buffer[r].tables_on.size(); ++d)
         kernels.emplace_back(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(d));
     for (std::int64_t s = 0; s < o.cost_steps; ++s) {
-      report.cost_loss += detail::mdp_cost_step(st, features, kernels, o.cost_batch, ro, factor,
-                                                gen, grad, before, cost_tape) /
-                          static_cast<double>(o.cost_steps);
+      report.cost_loss +=
+          detail::mdp_cost_step(st, features, kernels, o.cost_batch, ro, gen, grad, cost_tape) /
+          static_cast<double>(o.cost_steps);
     }
 
     // 3. N_RL policy updates on the estimated MDP.
@@ -476,7 +495,7 @@ void dreamshard_train(std::span<const task> tasks, const Meter& meter,
       nn::set_zero(grad);
       dreamshard_policy_backward(st.model, batch, policy_tape, dlogits, grad);
       clip_policy_gradient(grad, ro);
-      detail::mdp_adam_step(st.model, grad, st.optimizer, factor, before);
+      detail::mdp_adam_step(st.model, grad, st.optimizer, detail::mdp_branch::policy);
     }
 
     st.learning_curve.push_back(report.mean_measured_ms);
@@ -516,10 +535,13 @@ inline dreamshard_policy dreamshard_trained_policy(const dreamshard_train_state&
 }
 
 // ------------------------------------------------------------ checkpoints
-// One safetensors file: the model's tensors, and metadata "embplan.train.*"
-// holding the options it ran with, the iterations done, the learning curve
-// and the buffer (JSON; doubles round-trip exactly). Adam's state is not kept
-// (see the file comment).
+// One safetensors file: the model's tensors; Adam's moments as F32 tensors
+// "adam.exp_avg.<parameter>" and "adam.exp_avg_sq.<parameter>" (none before
+// the first step); and metadata "embplan.train.*" holding the options it ran
+// with, the iterations done, the learning curve, the buffer and Adam's step
+// counts ("adam_steps", "adam_parameter_steps"; JSON, doubles round-trip
+// exactly). A file of the model alone (nn::load_state_dict, dreamshard_cost)
+// is what dreamshard_trained_policy(...).save writes, not this.
 inline void save_checkpoint(const std::filesystem::path& path, const dreamshard_train_state& st,
                             const dreamshard_train_options& o) {
   auto md = cost::detail::dreamshard_metadata_to(dreamshard_cost_metadata{});
@@ -539,15 +561,114 @@ inline void save_checkpoint(const std::filesystem::path& path, const dreamshard_
                       {"overall_ms", r.measured.overall_ms}});
   }
   md["embplan.train.buffer"] = buffer.dump();
-  nn::save_state_dict(path, st.model, std::move(md));
+  const nn::adam_state adam = st.optimizer.state();
+  md["embplan.train.adam_steps"] = std::to_string(adam.steps);
+  md["embplan.train.adam_parameter_steps"] = nlohmann::json(adam.parameter_steps).dump();
+  auto file = nn::state_dict(st.model, {}, std::move(md));
+  if (!adam.exp_avg.empty()) {
+    const auto params = st.model.named_parameters(std::string_view{});
+    if (params.size() != adam.exp_avg.size()) {
+      embplan::detail::fail("dreamshard_train_state.optimizer", adam.exp_avg.size(),
+                            std::to_string(params.size()) + " parameters, the model's");
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const auto& name = params[i].first;
+      for (const auto& [key, m] : {std::pair{"adam.exp_avg.", &adam.exp_avg[i]},
+                                   std::pair{"adam.exp_avg_sq.", &adam.exp_avg_sq[i]}}) {
+        io::tensor t;
+        t.dtype = "F32";
+        t.shape = nn::detail::state_shape(name, *m);
+        t.values.assign(m->data(), m->data() + m->size());
+        file.tensors.emplace(key + name, std::move(t));
+      }
+    }
+  }
+  io::write_safetensors(path, file);
 }
+
+namespace detail {
+
+// The "adam.*" tensors, taken out of `file` (the model loads strictly from
+// the rest).
+inline std::map<std::string, io::tensor> mdp_take_adam_tensors(io::safetensors_file& file) {
+  std::map<std::string, io::tensor> out;
+  for (auto it = file.tensors.begin(); it != file.tensors.end();) {
+    if (it->first.starts_with("adam.")) {
+      out.insert(file.tensors.extract(it++));
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+// Adam's state for `model` from its tensors and the file's metadata. A file
+// without "embplan.train.adam_steps" (written before Adam's state was kept)
+// gives a fresh Adam.
+inline nn::adam_state mdp_adam_state_from(const std::map<std::string, io::tensor>& tensors,
+                                          const std::map<std::string, std::string>& metadata,
+                                          const nn::dreamshard_model& model,
+                                          const std::string& source) {
+  nn::adam_state s;
+  const auto steps = metadata.find("embplan.train.adam_steps");
+  if (steps == metadata.end()) {
+    if (!tensors.empty()) {
+      embplan::detail::fail_missing(source + ": metadata.embplan.train.adam_steps",
+                                    "Adam's step count, as the file holds Adam's moments");
+    }
+    return s;
+  }
+  s.steps = cost::detail::parse_number<std::int64_t>(
+      steps->second, source + ": metadata.embplan.train.adam_steps");
+  const std::string counts_field = source + ": metadata.embplan.train.adam_parameter_steps";
+  const std::string& counts =
+      cost::detail::require_key(metadata, source, "embplan.train.adam_parameter_steps",
+                                "a checkpoint written by rl::save_checkpoint");
+  try {
+    s.parameter_steps = nlohmann::json::parse(counts).get<std::vector<std::int64_t>>();
+  } catch (const nlohmann::json::exception&) {
+    embplan::detail::fail(counts_field, counts, "a JSON array of step counts");
+  }
+  const auto params = model.named_parameters(std::string_view{});
+  if (!s.parameter_steps.empty() && s.parameter_steps.size() != params.size()) {
+    embplan::detail::fail(counts_field, s.parameter_steps.size(),
+                          std::to_string(params.size()) + " counts, one per model parameter");
+  }
+  const std::size_t expected = s.parameter_steps.empty() ? 0 : 2 * params.size();
+  if (tensors.size() != expected) {
+    embplan::detail::fail(source + ": tensors[\"adam.*\"].size", tensors.size(),
+                          std::to_string(expected) + " (exp_avg and exp_avg_sq per parameter)");
+  }
+  if (expected == 0) return s;
+  for (const auto& [name, p] : params) {
+    for (const char* kind : {"adam.exp_avg.", "adam.exp_avg_sq."}) {
+      const std::string key = kind + name;
+      const std::string field = source + ": tensors[\"" + key + "\"]";
+      const auto it = tensors.find(key);
+      if (it == tensors.end()) embplan::detail::fail_missing(field, "Adam's moment of " + name);
+      if (it->second.dtype != "F32") {
+        embplan::detail::fail(field + ".dtype", it->second.dtype, "F32 (Adam's moments, exact)");
+      }
+      if (!nn::detail::shape_matches(name, *p, it->second.shape)) {
+        embplan::detail::fail(
+            field + ".shape", nn::detail::shape_text(it->second.shape),
+            nn::detail::shape_text(nn::detail::state_shape(name, *p)) + ", the parameter's");
+      }
+      (std::string_view(kind) == "adam.exp_avg." ? s.exp_avg : s.exp_avg_sq)
+          .push_back(Eigen::Map<const nn::matrix>(it->second.values.data(), p->rows(), p->cols()));
+    }
+  }
+  return s;
+}
+
+}  // namespace detail
 
 // A state saved by save_checkpoint, to train on with the same options `o`
 // (every option the file records must match; a mismatch names the option).
 inline dreamshard_train_state load_checkpoint(const std::filesystem::path& path,
                                               const dreamshard_train_options& o) {
   detail::mdp_require_options(o);
-  const auto file = io::read_safetensors(path);
+  auto file = io::read_safetensors(path);
   const std::string source = path.string();
   const auto get = [&](const std::string& key) -> const std::string& {
     return cost::detail::require_key(file.metadata, source, "embplan.train." + key,
@@ -596,9 +717,16 @@ inline dreamshard_train_state load_checkpoint(const std::filesystem::path& path,
                           st.learning_curve.size(),
                           "one entry per iteration done (" + std::to_string(st.iteration) + ")");
   }
-  st.model = cost::detail::dreamshard_model_from(file, source);
+  const auto adam_tensors = detail::mdp_take_adam_tensors(file);
+  const auto metadata = file.metadata;
+  st.model = cost::detail::dreamshard_model_from(std::move(file), source);
   cost::detail::require_dreamshard_model(st.model, source);
   st.optimizer = nn::adam(nn::adam_options{.lr = o.lr});
+  try {
+    st.optimizer.load_state(detail::mdp_adam_state_from(adam_tensors, metadata, st.model, source));
+  } catch (const error& e) {
+    throw error(source + ": Adam's state: " + e.what());
+  }
   return st;
 }
 
