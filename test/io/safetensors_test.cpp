@@ -370,6 +370,44 @@ TEST_CASE("safetensors: a header length larger than the file") {
   CHECK(msg2.find("short: header: invalid JSON") != std::string::npos);
 }
 
+TEST_CASE("safetensors: a JSON or text file is not a safetensors file") {
+  // Its first 8 bytes would read as a header length of some 7e18 bytes.
+  const std::string json = "{\n  \"name\": \"ranking-v3\", \"tables\": []}\n";
+  const auto as_bytes = [](const std::string& text) {
+    std::vector<std::byte> out;
+    for (const char c : text)
+      out.push_back(static_cast<std::byte>(c));
+    return out;
+  };
+  const auto msg = error_of([&] { parse_safetensors(as_bytes(json), "task.json"); });
+  CHECK(msg.find("field 'task.json: header_length' = \"{\\n  \"nam\"") != std::string::npos);
+  CHECK(msg.find("task.json is not a safetensors file: it starts with '{' (a JSON file?)") !=
+        std::string::npos);
+  CHECK(msg.find("truncated") == std::string::npos);
+
+  const auto text = error_of([&] { parse_safetensors(as_bytes("  hello, world\n"), "notes.txt"); });
+  CHECK(text.find("notes.txt is not a safetensors file: it starts with 'h' (a text file?)") !=
+        std::string::npos);
+
+  // From a file, the message names its path.
+  const auto dir = std::filesystem::path(EMBPLAN_BINARY_DIR) / "safetensors_test";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "model.json";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << json;
+  }
+  const auto from_file = error_of([&] { (void)embplan::io::read_safetensors(path); });
+  CHECK(from_file.find(path.string() + " is not a safetensors file") != std::string::npos);
+
+  // A real header length that runs past the end still reads as a truncated file.
+  auto cut = serialize_safetensors(sample_file());
+  cut.erase(cut.begin() + 20, cut.end());
+  const auto truncated = error_of([&] { parse_safetensors(cut, "cut.safetensors"); });
+  CHECK(truncated.find("truncated file?") != std::string::npos);
+  CHECK(truncated.find("not a safetensors file") == std::string::npos);
+}
+
 TEST_CASE("safetensors: a truncated file") {
   auto bytes = serialize_safetensors(sample_file());
   bytes.erase(bytes.end() - 3, bytes.end());

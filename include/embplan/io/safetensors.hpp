@@ -252,6 +252,9 @@ inline safetensors_file parse_safetensors(std::span<const std::byte> bytes,
   }
   const std::uint64_t header_bytes = load_le(bytes.data(), 8);
   const std::uint64_t rest = bytes.size() - 8;
+  if (header_bytes > rest || header_bytes > safetensors_max_header_bytes) {
+    refuse_text_file(bytes, source);
+  }
   if (header_bytes > rest) {
     embplan::detail::fail(st_field(source, "header_length"), header_bytes,
                           "at most " + std::to_string(rest) +

@@ -91,6 +91,44 @@ inline std::string st_tensor_field(std::string_view source, std::string_view nam
   return out;
 }
 
+// ------------------------------------------------------------ not safetensors
+
+// Refuses a file whose first 8 bytes, where the header length belongs, are all
+// text (printable ASCII, tab, CR, LF): every byte non-zero spells a length of
+// at least 2^56, so no safetensors file starts that way. Called once the
+// length read there is implausible; without it a JSON file given as a model
+// reads as "header_length = 7089074978374552187 ... (truncated file?)"
+// (issue 19, item 10). Binary garbage keeps the messages about the length.
+inline void refuse_text_file(std::span<const std::byte> bytes, std::string_view source) {
+  if (bytes.size() < 8) return;
+  std::string shown;
+  for (std::size_t i = 0; i < 8; ++i) {
+    const auto c = static_cast<char>(bytes[i]);
+    if (c == '\n') {
+      shown += "\\n";
+    } else if (c == '\r') {
+      shown += "\\r";
+    } else if (c == '\t') {
+      shown += "\\t";
+    } else if (c >= 0x20 && c < 0x7f) {
+      shown += c;
+    } else {
+      return;
+    }
+  }
+  char first = '\0';  // the first character that is not white space
+  for (std::size_t i = 0; i < 8 && first == '\0'; ++i) {
+    const auto c = static_cast<char>(bytes[i]);
+    if (c != ' ' && c != '\n' && c != '\r' && c != '\t') first = c;
+  }
+  std::string expected = "an 8-byte little-endian header length: ";
+  expected += source;
+  expected += " is not a safetensors file: it starts with ";
+  expected += first == '\0' ? std::string("white space") : std::string{'\'', first, '\''};
+  expected += first == '{' || first == '[' ? " (a JSON file?)" : " (a text file?)";
+  embplan::detail::fail(st_field(source, "header_length"), shown, expected);
+}
+
 // ------------------------------------------------------------ little endian
 
 inline std::uint64_t load_le(const std::byte* p, std::size_t size_bytes) {
