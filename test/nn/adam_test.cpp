@@ -220,7 +220,7 @@ TEST_CASE("load_state refuses a state that is not one: the message names the fie
   const auto refused = [](embplan::nn::adam_state s, const std::string& text) {
     CAPTURE(text);
     embplan::nn::adam o;
-    CHECK_THROWS_WITH_AS(o.load_state(std::move(s)), doctest::Contains(text), embplan::error);
+    CHECK_THROWS_WITH_AS(o.load_state(std::move(s)), doctest::Contains(text.c_str()), embplan::error);
     CHECK(o.steps() == 0);  // nothing half-loaded
   };
   auto s = good;
