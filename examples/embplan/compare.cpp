@@ -2,6 +2,7 @@
 // meter, reported in the shape of NeuroShard Table 1 / Table 3.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -154,7 +155,8 @@ struct compare_args {
   std::string pool;
   std::vector<std::string> planners;
   std::string json;
-  std::string model;  // empty: the bundled learned model
+  std::string model;   // empty: the bundled learned model
+  std::string policy;  // empty: the bundled DreamShard policy
   meter_args meter;
   std::string half = "auto";  // auto | default | whole | train | test
   std::uint64_t split_seed = 0;
@@ -215,7 +217,9 @@ int run_compare(const compare_args& a) {
   for (const auto m : a.max_dims)
     check_max_dim(m);
   if (a.half != "auto") (void)pool_half_of(a.half, /*takes_auto=*/true);
-  const auto pm = load_planning_model(a.model);
+  auto pm = load_planning_model(a.model);
+  const bool dreamshard = std::any_of(names.begin(), names.end(), is_dreamshard);
+  if (dreamshard || !a.policy.empty()) load_policy(pm, a.policy);
   const auto source = task_source_of(a, pm);
   std::vector<setting> settings;
   for (const std::size_t devices : a.devices) {
@@ -239,10 +243,12 @@ int run_compare(const compare_args& a) {
   report["protocol"] = a.protocol;
   report["meter"] = a.meter.name + ", " + meter_text;
   report["planning_model"] = pm.text;
+  if (dreamshard) report["policy"] = pm.policy_text;
   report["settings"] = nlohmann::json::array();
   report["tasks_from"] = {{"half", source.half}, {"split_seed", source.split_seed}};
   std::cout << "meter: " << a.meter.name << ", " << meter_text << "\nplanning model: " << pm.text
             << "\ntasks from: " << source.text << "\n";
+  if (dreamshard) std::cout << "dreamshard policy: " << pm.policy_text << '\n';
   print_wrapped(std::cout,
                 "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms), the mean over "
                 "the tasks; \"(n/N)\": the planner found a plan for n of the N tasks only (the "
@@ -342,6 +348,7 @@ command add_compare(CLI::App& app) {
   sub->add_option("--json", a->json, "also write the results as JSON");
   add_meter_options(sub, a->meter);
   add_model_option(sub, a->model);
+  add_policy_option(sub, a->policy);
   add_quiet_option(sub, a->quiet);
   return {sub, [a] { return run_compare(*a); }};
 }

@@ -6,6 +6,7 @@
 
 #include "embplan/bench/cpu_meter.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/rl/dreamshard.hpp"
 #include "text_table.hpp"
 
 namespace embplan_cli {
@@ -13,6 +14,7 @@ namespace embplan_cli {
 namespace {
 
 constexpr const char* bundled_model_file = "cost/cpu_compute_model.safetensors";
+constexpr const char* bundled_policy_file = "rl/dreamshard_cpu_4dev.safetensors";
 
 // The install prefix of the running executable: <prefix>/<bindir>/embplan.
 std::filesystem::path install_prefix() {
@@ -33,15 +35,64 @@ constexpr const char* measured_meter_text =
     "CPU meter (each device's shard run as one fused embedding bag and timed, "
     "AutoShard protocol); communication from the analytic all-to-all model";
 
+// Next to an installed CLI, then in the source tree (models.hpp).
+std::vector<std::filesystem::path> bundled_candidates(const char* file) {
+  std::vector<std::filesystem::path> out;
+  if (const auto prefix = install_prefix(); !prefix.empty()) {
+    out.push_back(prefix / EMBPLAN_INSTALL_DATADIR / file);
+  }
+  out.push_back(std::filesystem::path(EMBPLAN_SOURCE_DATADIR) / file);
+  return out;
+}
+
+// The first candidate that exists, else empty and `tried` lists them all.
+std::filesystem::path first_existing(const std::vector<std::filesystem::path>& candidates,
+                                     std::string& tried) {
+  for (const auto& candidate : candidates) {
+    if (std::filesystem::exists(candidate)) return candidate;
+    tried += (tried.empty() ? "'" : " or '") + candidate.string() + "'";
+  }
+  return {};
+}
+
 }  // namespace
 
 std::vector<std::filesystem::path> bundled_compute_model_candidates() {
-  std::vector<std::filesystem::path> out;
-  if (const auto prefix = install_prefix(); !prefix.empty()) {
-    out.push_back(prefix / EMBPLAN_INSTALL_DATADIR / bundled_model_file);
+  return bundled_candidates(bundled_model_file);
+}
+
+std::vector<std::filesystem::path> bundled_policy_candidates() {
+  return bundled_candidates(bundled_policy_file);
+}
+
+void load_policy(planning_model& pm, const std::string& arg) {
+  const bool bundled = arg.empty();
+  std::filesystem::path path = arg;
+  if (bundled) {
+    std::string tried;
+    path = first_existing(bundled_policy_candidates(), tried);
+    if (path.empty()) {
+      pm.policy = nullptr;
+      pm.policy_text = "no DreamShard policy: the bundled policy is not at " + tried +
+                       " (give --policy FILE, a file of `embplan train dreamshard`)";
+      return;
+    }
   }
-  out.push_back(std::filesystem::path(EMBPLAN_SOURCE_DATADIR) / bundled_model_file);
-  return out;
+  if (!std::filesystem::exists(path)) {
+    embplan::detail::fail("--policy", arg, "a policy file (embplan train dreamshard)");
+  }
+  auto policy = std::make_shared<const embplan::rl::dreamshard_policy>(
+      embplan::rl::dreamshard_policy::load(path));
+  const auto& m = policy->metadata();
+  std::string text = (bundled ? "bundled " : "") + path.filename().string() + " (" +
+                     std::string(embplan::cost::to_string(m.cost.features)) + " features, " +
+                     m.cost.meter + " meter, trained on: " + m.cost.trained_on;
+  if (!m.cost.pool_half.empty()) {
+    text += ", " + m.cost.pool_half + " half of the pool (split seed " +
+            std::to_string(m.cost.split_seed) + ")";
+  }
+  pm.policy = std::move(policy);
+  pm.policy_text = text + ")";
 }
 
 planning_model load_planning_model(const std::string& arg) {
@@ -50,13 +101,7 @@ planning_model load_planning_model(const std::string& arg) {
   std::filesystem::path path = arg;
   if (bundled) {
     std::string tried;
-    for (const auto& candidate : bundled_compute_model_candidates()) {
-      if (std::filesystem::exists(candidate)) {
-        path = candidate;
-        break;
-      }
-      tried += (tried.empty() ? "'" : " or '") + candidate.string() + "'";
-    }
+    path = first_existing(bundled_compute_model_candidates(), tried);
     if (path.empty()) {
       return {std::nullopt,
               "the bundled model is not at " + tried + ": neuroshard plans on the analytic model"};

@@ -13,6 +13,12 @@
 //              all-to-all, as the measured meter does), else the analytic model;
 //   analytic   the analytic model (bandwidth roofline + all-to-all);
 //   measured   the CPU meter (each device's shard run and timed).
+//
+// --policy PATH: the trained DreamShard policy (`embplan train dreamshard`)
+// the dreamshard planner places with; default: the bundled one,
+// data/rl/dreamshard_cpu_4dev.safetensors, looked for as the bundled cost
+// model is. Where it is missing only the dreamshard planner fails (its failure
+// names the paths tried); the other planners do not need it.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -27,13 +33,21 @@
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/cost/neural.hpp"
+#include "embplan/version.hpp"
 #include "options.hpp"
+
+namespace embplan::inline EMBPLAN_ABI::rl {
+class dreamshard_policy;
+}
 
 namespace embplan_cli {
 
 struct planning_model {
   std::optional<embplan::neural_cost> compute;  // empty: the analytic model
   std::string text;                             // what the output calls it
+  // The dreamshard planner's policy; null: none (policy_text says why).
+  std::shared_ptr<const embplan::rl::dreamshard_policy> policy{};
+  std::string policy_text{};
 };
 
 // Where the bundled model is looked for, in order: next to an installed CLI
@@ -45,6 +59,21 @@ std::vector<std::filesystem::path> bundled_compute_model_candidates();
 // (a CLI installed without its data) falls back to the analytic model and says
 // so; a missing file the user named is an error.
 planning_model load_planning_model(const std::string& arg);
+
+// The same for the bundled policy (data/rl/dreamshard_cpu_4dev.safetensors).
+std::vector<std::filesystem::path> bundled_policy_candidates();
+
+// Adds --policy's policy to `pm`: `arg` a file of `embplan train dreamshard`,
+// or empty for the bundled one. A missing bundled file leaves pm.policy null
+// and says where it was looked for; a file the user named must load.
+void load_policy(planning_model& pm, const std::string& arg);
+
+// --policy: the trained DreamShard policy the dreamshard planner places with.
+inline void add_policy_option(CLI::App* app, std::string& policy) {
+  app->add_option("--policy", policy,
+                  "DreamShard policy the dreamshard planner places with: a file of `embplan "
+                  "train dreamshard`; default: the bundled CPU-meter policy");
+}
 
 // Any cost model behind one type, for pricing finished plans: the report code
 // is compiled once rather than once per meter (a virtual call per device is

@@ -41,7 +41,8 @@ struct plan_args {
   std::string torchrec;
   std::string trace;
   std::string json;
-  std::string model;  // empty: the bundled learned model
+  std::string model;   // empty: the bundled learned model
+  std::string policy;  // empty: the bundled DreamShard policy
   meter_args meter;
 };
 
@@ -135,7 +136,8 @@ int run_plan(const plan_args& a) {
   check_output_path("--json", a.json);
   const auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
-  const auto pm = load_planning_model(a.model);
+  auto pm = load_planning_model(a.model);
+  if (is_dreamshard(planner) || !a.policy.empty()) load_policy(pm, a.policy);
   const bool measured = a.meter.name == "measured";
 #if defined(EMBPLAN_WITH_MPI)
   const world w;
@@ -178,7 +180,9 @@ int run_plan(const plan_args& a) {
   std::cout << "task '" << t.name << "': " << t.tables.size() << " tables on " << t.cluster.size()
             << " devices, planner " << planner << " (search " << fixed(result.search_ms, 3)
             << " ms)\nmeter: " << a.meter.name << ", " << used_meter_text
-            << "\nplanning model: " << pm.text << "\n\n";
+            << "\nplanning model: " << pm.text << '\n';
+  if (is_dreamshard(planner)) std::cout << "policy: " << pm.policy_text << '\n';
+  std::cout << '\n';
 
   // Per table: where each piece went, its cost alone and its bytes.
   nlohmann::json report;
@@ -187,6 +191,7 @@ int run_plan(const plan_args& a) {
   report["search_ms"] = result.search_ms;
   report["meter"] = a.meter.name + ", " + used_meter_text;
   report["planning_model"] = pm.text;
+  if (is_dreamshard(planner)) report["policy"] = pm.policy_text;
   report["piece_cost_by"] = piece_meter.text;
   report["tables"] = nlohmann::json::array();
   text_table tables({"table", "name", "piece", "device", "cost ms", "memory"});
@@ -287,6 +292,7 @@ command add_plan(CLI::App& app) {
   sub->add_option("--trace", a->trace, "write the per-device timeline as Chrome trace-event JSON");
   sub->add_option("--json", a->json, "write the report (per table and per device) as JSON");
   add_model_option(sub, a->model);
+  add_policy_option(sub, a->policy);
   add_meter_options(sub, a->meter);
   return {sub, [a] { return run_plan(*a); }};
 }

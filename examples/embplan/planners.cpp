@@ -8,6 +8,7 @@
 #include "embplan/constraint/dim_multiple.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
 
 namespace embplan_cli {
@@ -24,8 +25,8 @@ bool is_preset(std::string_view name) {
 
 template <class Model>
 planned run_with(const std::string& name, const embplan::task& t, std::uint64_t seed,
-                 const Model& model) {
-  auto r = embplan::run_preset(name, t, seed, model);
+                 const Model& model, const embplan::preset_models& models) {
+  auto r = embplan::run_preset(name, t, seed, model, models);
   planned out;
   out.ok = r.ok;
   out.failure = std::move(r.failure);
@@ -69,10 +70,22 @@ std::string parse_planner(const std::string& name, std::string_view flag) {
   return name;
 }
 
+bool is_dreamshard(std::string_view name) {
+  return name == "dreamshard" || name == std::string(rowwise_prefix) + "dreamshard";
+}
+
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm) {
-  if (pm.compute) return run_with(name, t, seed, *pm.compute);
-  return run_with(name, t, seed, embplan::analytic_cost{});
+  if (is_dreamshard(name) && !pm.policy) {
+    // Without a policy only this planner fails; the reason names the paths tried.
+    planned out;
+    out.failure = pm.policy_text;
+    return out;
+  }
+  const embplan::preset_models models{
+      .dreamshard = pm.policy ? embplan::dreamshard_preset(*pm.policy) : embplan::preset_fn{}};
+  if (pm.compute) return run_with(name, t, seed, *pm.compute, models);
+  return run_with(name, t, seed, embplan::analytic_cost{}, models);
 }
 
 std::size_t oversized_tables(const embplan::task& t) {

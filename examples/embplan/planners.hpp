@@ -25,6 +25,9 @@ std::string planner_list();
 // and the value.
 std::string parse_planner(const std::string& name, std::string_view flag);
 
+// dreamshard or rowwise_dreamshard: the planners that need --policy.
+bool is_dreamshard(std::string_view name);
+
 // What the CLI reads of a planner's result.
 struct planned {
   bool ok = false;
@@ -36,7 +39,8 @@ struct planned {
 };
 
 // Runs the named planner (parse_planner's) on `t`; NeuroShard's planners
-// search on the planning model (embplan::run_preset).
+// search on the planning model, dreamshard places with pm.policy (where that
+// is null, a failure saying why) (embplan::run_preset).
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm);
 

@@ -34,6 +34,9 @@ class progress {
 
   bool shown() const noexcept { return on_; }
 
+  // Text shown after the count (e.g. "last 12.3 ms"), from the next redraw on.
+  void note(std::string text) { note_ = std::move(text); }
+
   void advance(std::size_t n = 1) {
     done_ += n;
     if (!on_) return;
@@ -60,7 +63,7 @@ class progress {
     const double elapsed = std::chrono::duration<double>(clock::now() - start_).count();
     const auto done_here = static_cast<double>(done_ - start_done_);
     std::string out = label_ + ": " + std::to_string(done_) + "/" + std::to_string(total_) + " " +
-                      unit_ + ", " + duration_text(elapsed);
+                      unit_ + (note_.empty() ? "" : ", " + note_) + ", " + duration_text(elapsed);
     if (done_here > 0.0 && done_ < total_) {
       out += ", ETA " + duration_text(elapsed / done_here * static_cast<double>(total_ - done_));
     }
@@ -81,6 +84,7 @@ class progress {
  private:
   std::string label_;
   std::string unit_;
+  std::string note_;
   std::size_t total_;
   std::size_t done_;
   std::size_t start_done_;

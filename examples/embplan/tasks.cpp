@@ -39,6 +39,11 @@ embplan::data::task_options task_options_of(const task_args& a) {
   if (a.count == 0 || a.count > static_cast<std::size_t>(max_task_count)) {
     embplan::detail::fail("--count", a.count, "a task count in " + range_text(1, max_task_count));
   }
+  if (a.tables > static_cast<std::size_t>(max_tables)) {
+    embplan::detail::fail("--tables", a.tables, "a table count in " + range_text(0, max_tables));
+  }
+  o.min_tables = a.tables;
+  o.max_tables = a.tables;
   o.devices = a.devices;
   o.max_dim = a.max_dim;
   o.count = a.count;
@@ -88,6 +93,10 @@ command add_tasks(CLI::App& app) {
   add_int_option(sub, "--max-dim", t.max_dim, "largest table dimension (power of two)", 4, 1024)
       ->capture_default_str();
   add_int_option(sub, "--count", t.count, "number of tasks", 1, max_task_count)
+      ->capture_default_str();
+  add_int_option(sub, "--tables", t.tables,
+                 "tables per task (0: the protocol's; dreamshard: DLRM-T with T = --tables)", 0,
+                 max_tables)
       ->capture_default_str();
   add_seed_option(sub, t.seed);
   add_memory_option(sub, t.memory_gib);

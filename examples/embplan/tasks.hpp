@@ -13,6 +13,7 @@ struct task_args {
   std::size_t devices = 4;
   std::int32_t max_dim = 128;
   std::size_t count = 100;
+  std::size_t tables = 0;  // tables per task; 0: the protocol's (e.g. DLRM-50 (4) for dreamshard)
   std::uint64_t seed = 0;
   double memory_gib = 4.0;
   std::string half = "default";

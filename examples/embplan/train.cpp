@@ -5,12 +5,22 @@
 // `embplan train comm`: fits NeuroShard's forward and backward communication
 // models to `embplan collect comm` records (cost/train_comm.hpp) and writes
 // them as one neural_comm file (metadata: device count, meter, batch size).
+// `embplan train dreamshard`: DreamShard's Algorithm 1 (NeurIPS'22 §3,
+// rl/dreamshard_train.hpp) on a tasks file: the cost network learns from
+// placements the meter measures, the policy from the cost network's estimate;
+// writes both networks as one rl::dreamshard_policy file (metadata: features,
+// meter, pool half, hyperparameters, learning curve). Communication is the
+// analytic all-to-all with either meter (not measured under mpirun).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,7 +32,11 @@
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json.hpp"
+#include "embplan/io/json_task.hpp"
+#include "embplan/rl/dreamshard_train.hpp"
+#include "models.hpp"
 #include "options.hpp"
+#include "planners.hpp"
 #include "progress.hpp"
 #include "text_table.hpp"
 
@@ -31,8 +45,9 @@ namespace embplan_cli {
 namespace {
 
 struct train_args {
-  std::string kind;  // compute | comm
+  std::string kind;  // compute | comm | dreamshard
   std::string data;
+  std::string tasks;  // dreamshard
   std::string out;
   std::string pool;  // the pool the records index (default: the synthetic pool, seed 0)
   std::string features = "embplan21";
@@ -42,7 +57,152 @@ struct train_args {
   std::uint64_t seed = 0;
   std::uint64_t split_seed = 0;  // the pool split the records' half is told by
   bool quiet = false;            // no progress line
+  // dreamshard
+  std::string meter = "cpu";  // cpu | analytic
+  bool reference = false;     // the CPU meter's drift reference (models.hpp)
+  double reference_ms = 0.0;
+  embplan::rl::dreamshard_train_options rl{};
+  std::string checkpoint;  // written after every iteration
+  std::string resume;      // a checkpoint to continue from
 };
+
+constexpr const char* dreamshard_comm_text =
+    "communication: the analytic all-to-all model (not measured)";
+
+// The tasks of `train dreamshard`: all on one device count, every dim a
+// multiple of 4 (the planners' default_constraint), refused naming the task.
+std::vector<embplan::task> load_dreamshard_tasks(const std::string& path) {
+  if (!std::filesystem::exists(path)) {
+    embplan::detail::fail("--tasks", path, "a tasks JSON file (embplan tasks)");
+  }
+  auto tasks = embplan::io::tasks_from_json(embplan::io::read_json_file(path));
+  if (tasks.empty()) embplan::detail::fail("--tasks", path, "a file of at least one task");
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const std::string where = "tasks[" + std::to_string(i) + "]";
+    if (tasks[i].cluster.size() != tasks[0].cluster.size()) {
+      embplan::detail::fail(where + ".cluster.size", tasks[i].cluster.size(),
+                            "the device count of tasks[0] (" +
+                                std::to_string(tasks[0].cluster.size()) +
+                                "): one policy is trained per device count");
+    }
+    check_dim_multiple(tasks[i].tables, where + ".tables");
+  }
+  return tasks;
+}
+
+// The pool half every task's tables come from, by table name (`embplan tasks`
+// keeps the pool's names, "#2" after a copy's); "whole" when not all of them
+// are in one half or a name is not in the pool.
+std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
+                               std::span<const embplan::table_spec> pool,
+                               std::uint64_t split_seed) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < pool.size(); ++i)
+    index.emplace(pool[i].name, i);
+  std::vector<std::size_t> seen;
+  for (const auto& t : tasks) {
+    for (const auto& spec : t.tables) {
+      const auto it = index.find(spec.name.substr(0, spec.name.find('#')));
+      if (it == index.end()) return "whole";
+      seen.push_back(it->second);
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  return std::string(
+      embplan::data::to_string(embplan::data::half_holding(seen, pool.size(), split_seed)));
+}
+
+int run_train_dreamshard(const train_args& a) {
+  namespace rl = embplan::rl;
+  rl::dreamshard_train_options o = a.rl;
+  o.seed = a.seed;
+  // Every option checked before the first line of output.
+  if (a.tasks.empty()) embplan::detail::fail("--tasks", "(none)", "a tasks file for dreamshard");
+  if (!a.data.empty()) {
+    embplan::detail::fail("--data", a.data, "no --data for dreamshard (it takes --tasks)");
+  }
+  if (a.meter != "cpu" && a.meter != "analytic") {
+    embplan::detail::fail("--meter", a.meter, "\"cpu\" or \"analytic\"");
+  }
+  if (!(o.lr > 0.0)) embplan::detail::fail("--lr", o.lr, "a learning rate > 0");
+  check_output_path("--checkpoint", a.checkpoint);
+  if (!a.resume.empty() && !std::filesystem::exists(a.resume)) {
+    embplan::detail::fail("--resume", a.resume, "a checkpoint file (--checkpoint)");
+  }
+  const auto tasks = load_dreamshard_tasks(a.tasks);
+  const auto pool = load_pool(a.pool);
+  // --meter cpu: compare's measured meter (models.cpp), drift reference included.
+  meter_args m;
+  m.name = a.meter == "cpu" ? "measured" : "analytic";
+  m.reference = a.reference;
+  m.reference_ms = a.reference_ms;
+  check_meter(m);
+  auto state = a.resume.empty() ? rl::dreamshard_train_start(o) : rl::load_checkpoint(a.resume, o);
+  const auto [meter, meter_text] = meter_of(m, planning_model{});
+  const rl::cost_model_meter<any_meter> measure{&meter};
+
+  const std::string half = pool_half_of_tasks(tasks, pool, a.split_seed);
+  std::cout << "DreamShard training (Algorithm 1) on " << tasks.size() << " tasks of " << a.tasks
+            << " (" << tasks[0].cluster.size() << " devices; tables from the "
+            << (half == "whole"
+                    ? "whole pool or not one half of it"
+                    : half + " half of the pool (split seed " + std::to_string(a.split_seed) + ")")
+            << ")\nmeter: " << a.meter << ", " << meter_text << "; " << dreamshard_comm_text
+            << '\n';
+  if (state.iteration > 0) {
+    std::cout << "resumed from " << a.resume << " after " << state.iteration << " of "
+              << o.iterations << " iterations\n";
+  }
+
+  progress bar("train dreamshard", "iterations", static_cast<std::size_t>(o.iterations), !a.quiet,
+               static_cast<std::size_t>(state.iteration));
+  bar.advance(0);
+  std::vector<rl::dreamshard_progress> rows;
+  const auto on_iteration = [&](const rl::dreamshard_progress& p) {
+    rows.push_back(p);
+    bar.note("last " + fixed(p.mean_measured_ms, 3) + " ms measured");
+  };
+  const auto started = progress::clock::now();
+  while (state.iteration < o.iterations) {
+    rl::dreamshard_train(tasks, measure, o, state, embplan::memory_capacity{}, on_iteration, 1);
+    if (!a.checkpoint.empty()) rl::save_checkpoint(a.checkpoint, state, o);
+    bar.advance();
+  }
+  bar.clear();
+  const double seconds = std::chrono::duration<double>(progress::clock::now() - started).count();
+
+  text_table table({"iteration", "mean measured ms", "cost loss", "mean RL reward"});
+  const auto first_here = state.learning_curve.size() - rows.size();
+  for (std::size_t i = 0; i < state.learning_curve.size(); ++i) {
+    const bool here = i >= first_here;
+    table.add({std::to_string(i + 1), fixed(state.learning_curve[i], 3),
+               here ? fixed(rows[i - first_here].cost_loss, 4) : "(resumed)",
+               here ? fixed(rows[i - first_here].mean_reward, 3) : "(resumed)"});
+  }
+  table.print(std::cout);
+  std::cout << "learning curve: mean measured ms of each iteration's " << o.collect
+            << " sampled placements; cost loss: the cost network's MSE sum (ms^2); reward: "
+               "minus the estimated overall ms\n"
+            << rows.size() << " iterations in " << progress::duration_text(seconds) << '\n';
+
+  embplan::dreamshard_cost_metadata meta;
+  meta.features = embplan::cost::feature_set::embplan21;
+  meta.meter = a.meter;
+  meta.trained_on = a.trained_on.empty() ? a.tasks : a.trained_on;
+  meta.pool_half = half;
+  meta.split_seed = a.split_seed;
+  // Plain keys: the library keeps every non-"embplan." key as extra metadata.
+  meta.extra["meter_description"] = meter_text + "; " + dreamshard_comm_text;
+  meta.extra["communication"] = "analytic";
+  meta.extra["tasks"] = std::to_string(tasks.size());
+  meta.extra["devices"] = std::to_string(tasks[0].cluster.size());
+  const auto policy = rl::dreamshard_trained_policy(state, o, std::move(meta));
+  policy.save(a.out);
+  std::cout << "wrote " << a.out << '\n';
+  if (!a.checkpoint.empty()) std::cout << "checkpoint: " << a.checkpoint << '\n';
+  return 0;
+}
 
 int run_train_comm(const train_args& a) {
   const auto records = embplan::cost::read_comm_records(a.data);
@@ -100,10 +260,12 @@ int run_train_comm(const train_args& a) {
 }
 
 int run_train(const train_args& a) {
-  if (a.kind != "compute" && a.kind != "comm") {
-    embplan::detail::fail("train.kind", a.kind, "\"compute\" or \"comm\"");
+  if (a.kind != "compute" && a.kind != "comm" && a.kind != "dreamshard") {
+    embplan::detail::fail("train.kind", a.kind, "\"compute\", \"comm\" or \"dreamshard\"");
   }
   check_output_path("--out", a.out);
+  if (a.kind == "dreamshard") return run_train_dreamshard(a);
+  if (a.data.empty()) embplan::detail::fail("--data", "(none)", "a records file for " + a.kind);
   if (a.epochs < 0) embplan::detail::fail("--epochs", a.epochs, "a count >= 0 (0: the default)");
   if (a.kind == "comm") return run_train_comm(a);
   const auto pool = load_pool(a.pool);
@@ -172,10 +334,14 @@ command add_train(CLI::App& app) {
   auto a = std::make_shared<train_args>();
   auto* sub = app.add_subcommand(
       "train",
-      "Train the compute- or communication-cost models on `collect` records (NeuroShard §3.2)");
-  sub->add_option("kind", a->kind, "compute | comm")->required();
-  sub->add_option("--data", a->data, "JSON-lines records of `embplan collect compute|comm`")
-      ->required();
+      "Train the compute- or communication-cost models on `collect` records (NeuroShard §3.2), "
+      "or DreamShard's cost and policy networks on a tasks file (DreamShard Alg. 1)");
+  sub->add_option("kind", a->kind, "compute | comm | dreamshard")->required();
+  sub->add_option("--data", a->data,
+                  "compute, comm: JSON-lines records of `embplan collect compute|comm`");
+  sub->add_option("--tasks", a->tasks,
+                  "dreamshard: training tasks JSON (`embplan tasks --protocol dreamshard`), all "
+                  "on one device count");
   sub->add_option("--out", a->out, "model file (safetensors with metadata)")->required();
   add_pool_option(sub, a->pool);
   sub->add_option("--features", a->features, "embplan21 | neuroshard20")->capture_default_str();
@@ -189,6 +355,51 @@ command add_train(CLI::App& app) {
   sub->add_option("--eval", a->eval,
                   "also judge the model on these records (e.g. the pool's other half)");
   add_quiet_option(sub, a->quiet);
+
+  auto& o = a->rl;
+  sub->add_option("--meter", a->meter,
+                  "dreamshard: what measures the collected placements: cpu (compute measured on "
+                  "this CPU; slow) | analytic (the analytic model; fast). Communication is the "
+                  "analytic all-to-all with both")
+      ->capture_default_str();
+  sub->add_flag("--reference", a->reference,
+                "dreamshard --meter cpu: pair every timed run with a fixed reference shard and "
+                "scale by it (cancels a shared machine's slow and fast spells)");
+  add_real_option(sub, "--reference-ms", a->reference_ms,
+                  "dreamshard --meter cpu: the reference shard's time to scale to (implies "
+                  "--reference; default: measured once at the start)",
+                  0, 1e6);
+  add_int_option(sub, "--iterations", o.iterations, "dreamshard: training iterations", 1, 100000)
+      ->capture_default_str();
+  add_int_option(sub, "--collect", o.collect,
+                 "dreamshard: placements measured per iteration (N_collect)", 1, 100000)
+      ->capture_default_str();
+  add_int_option(sub, "--cost-steps", o.cost_steps,
+                 "dreamshard: cost-network updates per iteration (N_cost)", 1, 1000000)
+      ->capture_default_str();
+  add_int_option(sub, "--cost-batch", o.cost_batch,
+                 "dreamshard: placements (and devices) per cost update (N_batch)", 1, 65536)
+      ->capture_default_str();
+  add_int_option(sub, "--rl-steps", o.rl_steps, "dreamshard: policy updates per iteration (N_RL)",
+                 1, 1000000)
+      ->capture_default_str();
+  add_int_option(sub, "--episodes", o.episodes,
+                 "dreamshard: episodes per policy update (N_episode)", 1, 100000)
+      ->capture_default_str();
+  add_real_option(sub, "--lr", o.lr, "dreamshard: Adam learning rate (> 0)", 0, 10)
+      ->capture_default_str();
+  add_real_option(sub, "--entropy-weight", o.entropy_weight,
+                  "dreamshard: weight of the policy's entropy bonus", 0, 1000)
+      ->capture_default_str();
+  add_real_option(sub, "--max-grad-norm", o.max_grad_norm,
+                  "dreamshard: clip each update's gradient to this norm (0: no clipping)", 0, 1e9)
+      ->capture_default_str();
+  sub->add_option("--checkpoint", a->checkpoint,
+                  "dreamshard: write the training state here after every iteration");
+  sub->add_option(
+      "--resume", a->resume,
+      "dreamshard: continue from a --checkpoint file, with the same options (bit-equal to "
+      "an uninterrupted run)");
   return {sub, [a] { return run_train(*a); }};
 }
 

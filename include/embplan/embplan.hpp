@@ -13,6 +13,8 @@
 #include "embplan/cost/features.hpp"
 #include "embplan/cost/neural.hpp"
 #include "embplan/cost/neural_comm.hpp"
+// DreamShard's cost network as a cost model
+#include "embplan/cost/dreamshard_cost.hpp"
 
 // data and formats
 #include "embplan/data/features.hpp"
@@ -49,3 +51,14 @@
 #include "embplan/nn/set_reduce.hpp"
 #include "embplan/nn/softmax.hpp"
 #include "embplan/nn/tensor.hpp"
+
+// reinforcement-learned placement (DreamShard): the MDP, REINFORCE, the
+// policy network, the policy as a searcher, and Algorithm 1's training
+#include "embplan/rl/dreamshard.hpp"
+#include "embplan/rl/dreamshard_policy_net.hpp"
+#include "embplan/rl/dreamshard_preset.hpp"
+#include "embplan/rl/dreamshard_train.hpp"
+#include "embplan/rl/placement_mdp.hpp"
+#include "embplan/rl/policy_searcher.hpp"
+#include "embplan/rl/ragged_softmax.hpp"
+#include "embplan/rl/reinforce.hpp"

@@ -20,6 +20,9 @@
 //                               memory-first start where the beam fits nothing)
 //   basic_neuroshard_planner<Cost>, basic_neuroshard_ls_planner<Cost>: the same
 //                               on any cost model (e.g. a learned one)
+//   dreamshard_planner          DreamShard's trained policy (Alg. 2), in
+//                               rl/dreamshard_preset.hpp (embplan::nn: it needs Eigen,
+//                               this header needs only the standard library)
 // All use default_constraint: memory capacity and columns a multiple of 4.
 // rowwise_planner_of<P>: P with its searcher behind rowwise::split_oversized,
 // so a table that fits no device is split by rows instead of failing the task

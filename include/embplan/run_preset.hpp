@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,9 +25,9 @@ namespace embplan::inline EMBPLAN_ABI {
 
 namespace presets::detail {
 
-inline constexpr std::array<std::string_view, 9> names{
+inline constexpr std::array<std::string_view, 10> names{
     "random",        "size_greedy", "dim_greedy", "lookup_greedy", "size_lookup_greedy",
-    "random_search", "torchrec",    "neuroshard", "neuroshard_ls"};
+    "random_search", "torchrec",    "neuroshard", "neuroshard_ls", "dreamshard"};
 
 inline constexpr std::string_view rowwise_prefix = "rowwise_";
 
@@ -40,6 +41,18 @@ inline std::string joined_names() {
 }
 
 }  // namespace presets::detail
+
+// A preset built outside embplan::core, run by name through a function
+// (rowwise: behind rowwise::split_oversized, as presets::detail::run builds it).
+using preset_fn = std::function<plan_result(const task& t, std::uint64_t seed, bool rowwise)>;
+
+// The presets run_preset cannot build itself, each from trained models whose
+// code needs more than this header (Eigen): presets whose entry is empty fail,
+// naming the field.
+struct preset_models {
+  // "dreamshard": embplan::dreamshard_preset(policy) (rl/dreamshard_preset.hpp)
+  preset_fn dreamshard{};
+};
 
 // The names run_preset accepts, in a fixed order.
 inline std::span<const std::string_view> preset_names() noexcept {
@@ -63,13 +76,15 @@ plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t see
 // (neuroshard, neuroshard_ls and their rowwise_ forms: NeuroShard's "pre-train,
 // then search", §3) search on `model`, e.g. a learned neural_cost, by default
 // the analytic model; the others keep their own cost (the baselines are
-// defined by it). An unknown name throws embplan::error naming the field
-// 'planner', the value and the accepted names.
+// defined by it). "dreamshard" runs models.dreamshard (a trained policy's
+// planner, embplan::dreamshard_preset) and throws embplan::error naming
+// 'preset_models.dreamshard' when that is empty. An unknown name throws
+// embplan::error naming the field 'planner', the value and the accepted names.
 // A template even without `model`, so that a TU that never calls it does not
 // instantiate the eighteen planners.
 template <cost_model Model = analytic_cost>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
-                       const Model& model = Model{}) {
+                       const Model& model = Model{}, const preset_models& models = {}) {
   namespace pd = presets::detail;
   const bool rowwise = name.starts_with(pd::rowwise_prefix);
   const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
@@ -85,6 +100,15 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
   }
   if (base == "neuroshard_ls") {
     return pd::run(basic_neuroshard_ls_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
+  }
+  if (base == "dreamshard") {
+    if (!models.dreamshard) {
+      detail::fail("preset_models.dreamshard", "(empty)",
+                   "a trained policy's planner for planner '" + std::string(name) +
+                       "': embplan::dreamshard_preset(rl::dreamshard_policy::load(path)) "
+                       "(rl/dreamshard_preset.hpp)");
+    }
+    return models.dreamshard(t, seed, rowwise);
   }
   detail::fail("planner", name, "one of " + pd::joined_names());
 }

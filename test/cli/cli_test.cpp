@@ -1146,3 +1146,170 @@ TEST_CASE("collect refuses dims that are not multiples of 4") {
   check_refused("collect compute --out " + (scratch() / "c.jsonl").string() + " --dims 4,6",
                 {"dims[1]", "6", "multiple of 4"});
 }
+
+namespace {
+// Tiny DreamShard training tasks: 3 tasks of 8 dim-16 tables on 2 devices.
+fs::path dreamshard_tasks() {
+  static const fs::path path = [] {
+    const auto p = scratch() / "dreamshard-tasks.json";
+    const auto r =
+        run("tasks --protocol dreamshard --devices 2 --tables 8 --count 3 --out " + p.string());
+    REQUIRE(r.code == 0);
+    return p;
+  }();
+  return path;
+}
+
+const std::string tiny_dreamshard =
+    " --meter analytic --iterations 2 --collect 3 --cost-steps 4 --cost-batch 8 --rl-steps 2 "
+    "--episodes 3 --quiet";
+}  // namespace
+
+TEST_CASE("train dreamshard writes a policy that plan --planner dreamshard --policy uses") {
+  const auto policy = scratch() / "dreamshard-policy.safetensors";
+  const auto checkpoint = scratch() / "dreamshard-checkpoint.safetensors";
+  fs::remove(policy);
+  const auto r = run("train dreamshard --tasks " + dreamshard_tasks().string() + tiny_dreamshard +
+                     " --seed 7 --checkpoint " + checkpoint.string() + " --out " + policy.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("3 tasks") != std::string::npos);
+  CHECK(r.out.find("train half of the pool (split seed 0)") != std::string::npos);
+  CHECK(r.out.find("communication: the analytic all-to-all model") != std::string::npos);
+  CHECK(r.out.find("mean measured ms") != std::string::npos);  // the learning curve table
+  CHECK(r.out.find("cost loss") != std::string::npos);
+  CHECK(r.out.find("mean RL reward") != std::string::npos);
+  REQUIRE(fs::exists(policy));
+  REQUIRE(fs::exists(checkpoint));
+
+  // The file's metadata: meter, pool half, communication, hyperparameters, curve.
+  std::ifstream in(policy, std::ios::binary);
+  std::uint64_t header_size = 0;
+  in.read(reinterpret_cast<char*>(&header_size), 8);
+  std::string header(header_size, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_size));
+  const auto md = nlohmann::json::parse(header).at("__metadata__");
+  CHECK(md.at("embplan.kind") == "dreamshard_model");
+  CHECK(md.at("embplan.meter") == "analytic");
+  CHECK(md.at("embplan.pool_half") == "train");
+  CHECK(md.at("communication") == "analytic");
+  CHECK(md.at("embplan.hp.iterations") == "2");
+  CHECK(md.at("embplan.hp.seed") == "7");
+  CHECK(md.at("embplan.hp.episodes") == "3");
+  const std::string curve = md.at("embplan.learning_curve");
+  CHECK(std::count(curve.begin(), curve.end(), ',') == 1);  // one entry per iteration
+
+  // The policy plans a task (on another device count, too) into a valid plan.
+  const auto plan = scratch() / "dreamshard-plan.json";
+  const auto p = run("plan --task " + small_tasks().string() + " --planner dreamshard --policy " +
+                     policy.string() + " --out " + plan.string());
+  INFO(p.err);
+  REQUIRE(p.code == 0);
+  CHECK(p.out.find("planner dreamshard") != std::string::npos);
+  CHECK(p.out.find("policy: dreamshard-policy.safetensors") != std::string::npos);
+  const auto pj = nlohmann::json::parse(slurp(plan));
+  const auto tj = nlohmann::json::parse(slurp(small_tasks()));
+  const auto& tables = tj.at("tasks").at(0).at("tables");
+  std::set<std::size_t> placed;
+  for (const auto& s : pj.at("shards")) {
+    placed.insert(s.at("table").get<std::size_t>());
+    CHECK(s.at("device").get<std::size_t>() < 4);
+  }
+  CHECK(placed.size() == tables.size());
+  CHECK(pj.at("shards").size() == tables.size());  // table-wise: one shard per table
+
+  // rowwise_dreamshard and compare take it too.
+  CHECK(run("plan --task " + small_tasks().string() + " --planner rowwise_dreamshard --policy " +
+            policy.string())
+            .code == 0);
+  const auto c =
+      run("compare --devices 4 --max-dim 16 --count 2 --planners random,dreamshard "
+          "--quiet --policy " +
+          policy.string());
+  INFO(c.err);
+  CHECK(c.code == 0);
+  CHECK(c.out.find("dreamshard policy: dreamshard-policy.safetensors") != std::string::npos);
+}
+
+TEST_CASE("train dreamshard: the same seed gives the same file bytes, another seed another") {
+  const auto a = scratch() / "dreamshard-a.safetensors";
+  const auto b = scratch() / "dreamshard-b.safetensors";
+  const auto c = scratch() / "dreamshard-c.safetensors";
+  const std::string common =
+      "train dreamshard --tasks " + dreamshard_tasks().string() + tiny_dreamshard + " --out ";
+  REQUIRE(run(common + a.string() + " --seed 3").code == 0);
+  REQUIRE(run(common + b.string() + " --seed 3").code == 0);
+  CHECK(slurp(a) == slurp(b));
+  REQUIRE(run(common + c.string() + " --seed 4").code == 0);
+  CHECK(slurp(a) != slurp(c));
+
+  // A finished run's checkpoint, resumed: nothing left to train, the same policy.
+  const auto ckpt = scratch() / "dreamshard-ckpt.safetensors";
+  const auto d = scratch() / "dreamshard-d.safetensors";
+  REQUIRE(run(common + b.string() + " --seed 3 --checkpoint " + ckpt.string()).code == 0);
+  const auto r = run(common + d.string() + " --seed 3 --resume " + ckpt.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("resumed from") != std::string::npos);
+  CHECK(slurp(a) == slurp(d));
+  // Other options than the checkpoint's: refused, naming the option.
+  check_refused(common + d.string() + " --seed 5 --resume " + ckpt.string(), {"seed", "\"3\""});
+}
+
+TEST_CASE("train dreamshard and --policy: bad input names the flag or field and the value") {
+  const auto tasks = dreamshard_tasks().string();
+  const auto out = (scratch() / "unused.safetensors").string();
+  check_refused("train dreamshard --tasks " + tasks + " --iterations 0 --out " + out,
+                {"--iterations", "0"});
+  check_refused("train dreamshard --tasks " + tasks + " --lr 0 --out " + out, {"--lr", "0"});
+  check_refused("train dreamshard --tasks " + tasks + " --episodes -1 --out " + out,
+                {"--episodes", "-1"});
+  check_refused("train dreamshard --tasks /nonexistent/tasks.json --out " + out,
+                {"--tasks", "/nonexistent/tasks.json"});
+  check_refused("train dreamshard --tasks " + tasks + " --meter gpu --out " + out,
+                {"--meter", "gpu"});
+
+  // Mixed device counts: one policy per device count.
+  const auto two = scratch() / "dreamshard-2dev.json";
+  const auto four = scratch() / "dreamshard-4dev.json";
+  REQUIRE(run("tasks --protocol dreamshard --devices 2 --tables 8 --count 1 --out " + two.string())
+              .code == 0);
+  REQUIRE(run("tasks --protocol dreamshard --devices 4 --tables 8 --count 1 --out " + four.string())
+              .code == 0);
+  auto mixed = nlohmann::json::parse(slurp(two));
+  mixed.at("tasks").push_back(nlohmann::json::parse(slurp(four)).at("tasks").at(0));
+  const auto mixed_path = scratch() / "dreamshard-mixed.json";
+  write(mixed_path, mixed.dump());
+  check_refused("train dreamshard --tasks " + mixed_path.string() + " --out " + out,
+                {"tasks[1].cluster.size", "4", "tasks[0] (2)"});
+
+  // A dim that is not a multiple of 4.
+  auto odd = nlohmann::json::parse(slurp(two));
+  odd.at("tasks").at(0).at("tables").at(2)["dim"] = 6;
+  const auto odd_path = scratch() / "dreamshard-odd-dim.json";
+  write(odd_path, odd.dump());
+  check_refused("train dreamshard --tasks " + odd_path.string() + " --out " + out,
+                {"tasks[0].tables[2].dim", "6"});
+
+  // A policy file that is a cost model (another architecture), and a missing one.
+  const std::string cost_model =
+      std::string(EMBPLAN_SOURCE_DIR) + "/data/cost/cpu_compute_model.safetensors";
+  check_refused(
+      "plan --task " + small_tasks().string() + " --planner dreamshard --policy " + cost_model,
+      {"cpu_compute_model.safetensors", "embplan.kind"});
+  check_refused("plan --task " + small_tasks().string() +
+                    " --planner dreamshard --policy /nonexistent/policy.safetensors",
+                {"--policy", "/nonexistent/policy.safetensors"});
+}
+
+TEST_CASE("the bundled DreamShard policy plans by default; its metadata says how it was made") {
+  const auto bundled =
+      fs::path(EMBPLAN_SOURCE_DIR) / "data" / "rl" / "dreamshard_cpu_4dev.safetensors";
+  REQUIRE(fs::exists(bundled));
+  CHECK(fs::file_size(bundled) < 300 * 1024);
+  const auto r = run("plan --task " + small_tasks().string() + " --planner dreamshard");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("policy: bundled dreamshard_cpu_4dev.safetensors") != std::string::npos);
+  CHECK(r.out.find("cpu meter") != std::string::npos);
+  CHECK(r.out.find("train half of the pool") != std::string::npos);
+}

@@ -10,6 +10,7 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
+#include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
 
 #include "support/random_task.hpp"
@@ -24,11 +25,18 @@ embplan::task sample_task(std::uint64_t seed, std::size_t tables = 40) {
                                           .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
 }
 
+// The trained models run_preset needs for "dreamshard": the bundled policy.
+embplan::preset_models bundled_models() {
+  static const auto policy = embplan::rl::dreamshard_policy::load(
+      std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors");
+  return {.dreamshard = embplan::dreamshard_preset(policy)};
+}
+
 }  // namespace
 
 TEST_CASE("preset names, in order") {
   const auto names = embplan::preset_names();
-  REQUIRE(names.size() == 9);
+  REQUIRE(names.size() == 10);
   CHECK(names[0] == "random");
   CHECK(names[1] == "size_greedy");
   CHECK(names[2] == "dim_greedy");
@@ -38,13 +46,14 @@ TEST_CASE("preset names, in order") {
   CHECK(names[6] == "torchrec");
   CHECK(names[7] == "neuroshard");
   CHECK(names[8] == "neuroshard_ls");
+  CHECK(names[9] == "dreamshard");
 }
 
 TEST_CASE("every preset gives a valid plan, the same for the same seed") {
   const auto t = sample_task(3);
   for (const auto name : embplan::preset_names()) {
     CAPTURE(name);
-    const auto r = embplan::run_preset(name, t, 17);
+    const auto r = embplan::run_preset(name, t, 17, embplan::analytic_cost{}, bundled_models());
     REQUIRE(r.ok);
     CHECK(r.failure.empty());
     CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
@@ -52,7 +61,7 @@ TEST_CASE("every preset gives a valid plan, the same for the same seed") {
     CHECK(r.cost_ms.max_ms() > 0.0);
     CHECK(!r.meter.empty());
     CHECK(r.sharding_ms >= 0.0);
-    const auto again = embplan::run_preset(name, t, 17);
+    const auto again = embplan::run_preset(name, t, 17, embplan::analytic_cost{}, bundled_models());
     CHECK(again.placement == r.placement);
     CHECK(again.reward == r.reward);
   }
@@ -119,8 +128,18 @@ TEST_CASE("an infeasible task is a failed plan that names the table") {
   t.tables[3].name = "user_ids";
   for (const auto name : embplan::preset_names()) {
     CAPTURE(name);
-    const auto r = embplan::run_preset(name, t, 0);
+    const auto r = embplan::run_preset(name, t, 0, embplan::analytic_cost{}, bundled_models());
     CHECK_FALSE(r.ok);
     CHECK(r.failure.find("table 'user_ids' (index 3") != std::string::npos);
+  }
+}
+
+TEST_CASE("dreamshard without a trained policy is an error naming preset_models.dreamshard") {
+  const auto t = sample_task(1, 2);
+  for (const char* name : {"dreamshard", "rowwise_dreamshard"}) {
+    CAPTURE(name);
+    CHECK_THROWS_WITH_AS((void)embplan::run_preset(name, t, 0),
+                         doctest::Contains("field 'preset_models.dreamshard' = \"(empty)\""),
+                         embplan::error);
   }
 }

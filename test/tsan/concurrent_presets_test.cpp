@@ -35,6 +35,8 @@
 #include "embplan/data/tasks.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/presets.hpp"
+#include "embplan/rl/dreamshard.hpp"
+#include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/rowwise/split.hpp"
 #include "embplan/run_preset.hpp"
 
@@ -142,6 +144,7 @@ struct bundled_models {
   embplan::neural_cost cpu_compute;
   embplan::neural_cost cpu_compute_comm;  // with the learned 4-device all-to-all
   embplan::neural_cost gpu_compute;
+  embplan::rl::dreamshard_policy dreamshard;  // data/rl/, `embplan train dreamshard`
 };
 
 bundled_models load_bundled() {
@@ -150,7 +153,9 @@ bundled_models load_bundled() {
   auto comm = embplan::neural_comm::load(dir + "cpu_comm_4dev_model.safetensors");
   auto with_comm = cpu.with_communication(std::move(comm));
   return {std::move(cpu), std::move(with_comm),
-          embplan::neural_cost::load(dir + "gpu_compute_model.safetensors")};
+          embplan::neural_cost::load(dir + "gpu_compute_model.safetensors"),
+          embplan::rl::dreamshard_policy::load(std::string(EMBPLAN_SOURCE_DIR) +
+                                               "/data/rl/dreamshard_cpu_4dev.safetensors")};
 }
 
 // One case per preset name (and its rowwise_ form) per variant. A name this
@@ -188,6 +193,18 @@ std::vector<preset_case> shared_presets(const bundled_models& m) {
       add(m.cpu_compute, " [cpu_compute_model]", false);
       add(m.cpu_compute_comm, " [cpu_compute_model + cpu_comm_4dev_model]", true);
       add(m.gpu_compute, " [gpu_compute_model]", false);
+    } else if (name == "dreamshard") {
+      // run_preset plans it with the policy given in preset_models.
+      const variant with_policy{.registry = [policy = m.dreamshard](std::string_view preset,
+                                                                    const embplan::task& t,
+                                                                    std::uint64_t seed) {
+        return embplan::run_preset(preset, t, seed, embplan::analytic_cost{},
+                                   {.dreamshard = embplan::dreamshard_preset(policy)});
+      }};
+      add_with_rowwise(out, name, embplan::make_dreamshard_planner(m.dreamshard), with_policy);
+      // Best of 4 sampled episodes: seeded draws from the policy's softmax.
+      add_with_rowwise(out, name, embplan::make_dreamshard_planner(m.dreamshard, {.samples = 4}),
+                       {.tag = " samples=4"});
     } else {
       FAIL("preset_names() lists '" << std::string(name)
                                     << "', which test/tsan/concurrent_presets_test.cpp does not "
