@@ -36,7 +36,9 @@
 //  - only under a reward decreasing in max cost (concepts/reward.hpp;
 //    neg_max_cost_reward): plans are ranked by their max cost, and a plan
 //    whose busiest device's compute already reaches the best cost, where
-//    communication is never negative, is not priced (plan_pricer.hpp). Under
+//    communication is never negative, is not priced, and one whose compute +
+//    backward comm reaches it is not given the forward all-to-all
+//    (plan_pricer.hpp: compute_bound_ms, max_ms_below). Under
 //    any other reward every complete plan is priced in full and scored.
 // When no bound of the grid yields a plan (a piece wider than 1.5 x the mean
 // device dim, or dims that do not pack), one more pass runs with no dim bound
@@ -46,7 +48,16 @@
 // The devices are kept sorted by the greedy's key (cost, memory, index): a
 // step walks them from the cheapest to the first one the bound and the
 // constraint admit, O(its rank) instead of O(D), then moves the chosen device
-// to its new place (a binary search and a shift).
+// to its new place (a binary search and a shift). A device whose dim exceeds
+// the bound less the narrowest piece's columns is refused by the bound for
+// every piece left in the pass, and nothing is placed on it again, so its
+// key stays as it is: such a "full" device leaves the walk for the rest of
+// the pass (most devices a walk visited were full ones). What it gave the
+// walk, its part in the step's critical bound (its dim plus the piece's
+// columns, when it ranks before the choice), is kept per full dim: the
+// first-ranked full device of each dim (few: full dims lie within the
+// narrowest piece's columns below the bound). So the choices and the
+// critical bounds are those of a walk over every device.
 // A model whose device compute is a fold over per-piece terms with a cheap
 // finish (piecewise.hpp, cache_groups = false: the analytic and the neural
 // model) has each device's fold kept in the pass state and extended as pieces
@@ -197,6 +208,9 @@ class grid_engine {
     const std::size_t devices = t_.cluster.size();
     grid_outcome out;
     prepare_order(pieces);
+    min_cols_ = std::numeric_limits<std::int64_t>::max();
+    for (const auto& p : pieces)
+      min_cols_ = std::min<std::int64_t>(min_cols_, p.s.cols());
 
     std::int64_t total_cols = 0;
     for (const auto& p : pieces)
@@ -214,6 +228,7 @@ class grid_engine {
     for (;;) {
       const std::int64_t bound = bi < bounds.size() ? bounds[bi] : no_dim_bound;
       from_ = cur_;
+      set_aside_full(bound);
       bool placed_all = true;
       for (std::size_t step = from_step; step < n; ++step) {
         std::int64_t critical = no_dim_bound;
@@ -269,8 +284,12 @@ class grid_engine {
     double score = 0.0;
     if constexpr (reward_decreasing_in_max_cost<Reward>) {
       // A plan that cannot beat the best so far is not priced (plan_pricer.hpp).
-      if (comm_nonnegative_ && out.ok && compute_bound_ms(cur_.compute) >= out.cost_ms) return;
-      cost = pricer_.max_ms(t_, model_, cur_.compute, cur_.st.dim_sum);
+      if (comm_nonnegative_ && out.ok) {
+        if (compute_bound_ms(cur_.compute) >= out.cost_ms) return;
+        cost = pricer_.max_ms_below(t_, model_, cur_.compute, cur_.st.dim_sum, out.cost_ms);
+      } else {
+        cost = pricer_.max_ms(t_, model_, cur_.compute, cur_.st.dim_sum);
+      }
       if (!(cost < out.cost_ms)) return;
       score = -cost;
     } else {
@@ -302,9 +321,10 @@ class grid_engine {
     placement_state st;
     std::vector<multiset_key> key;
     std::vector<compute_cost> compute;
-    std::vector<double> load;         // compute[d].total_ms(), the greedy's device cost
-    std::vector<std::int64_t> head;   // last step placed on each device, -1 if none
-    std::vector<std::uint32_t> rank;  // the devices in the greedy's order (before())
+    std::vector<double> load;        // compute[d].total_ms(), the greedy's device cost
+    std::vector<std::int64_t> head;  // last step placed on each device, -1 if none
+    // The devices in the greedy's order (before()); in a pass, those not full.
+    std::vector<std::uint32_t> rank;
     std::vector<typename group_pricer<CostModel>::sum_type> sum;  // folds (price_.folds())
   };
 
@@ -336,7 +356,8 @@ class grid_engine {
     const std::int64_t room = bound - s.cols();
     const std::int64_t* dim = cur_.st.dim_sum.data();
     const std::uint32_t* rank = cur_.rank.data();
-    for (std::size_t p = 0; p < devices; ++p) {
+    const std::size_t walk = cur_.rank.size();
+    for (std::size_t p = 0; p < walk; ++p) {
       const std::uint32_t d = rank[p];
       s.device = d;
       if (dim[d] > room) {
@@ -351,10 +372,49 @@ class grid_engine {
       }
       if (admits_with_bytes(rule_, t_, cur_.st, s, order_bytes_[step])) {
         pos = p;
+        full_critical(d, s.cols(), critical);
         return d;
       }
     }
+    full_critical(devices, s.cols(), critical);
     return devices;
+  }
+
+  // The full devices' part in a step's critical bound: each full dim whose
+  // first-ranked device ranks before `chosen` (every one when `chosen` is
+  // `devices_`, no choice).
+  void full_critical(std::size_t chosen, std::int64_t cols, std::int64_t& critical) const {
+    for (const auto& f : full_)
+      if (chosen == devices_ || before(f.device, chosen))
+        critical = std::min(critical, f.dim + cols);
+  }
+
+  // At the start of a pass under `bound` (cur_.rank holding every device):
+  // the full devices leave cur_.rank for full_.
+  void set_aside_full(std::int64_t bound) {
+    full_.clear();
+    full_from_ = bound - min_cols_;
+    std::size_t kept = 0;
+    for (const std::uint32_t d : cur_.rank) {
+      if (cur_.st.dim_sum[d] > full_from_) {
+        note_full(d);
+      } else {
+        cur_.rank[kept++] = d;
+      }
+    }
+    cur_.rank.resize(kept);
+  }
+
+  // Device `d` is full: its dim's entry in full_ keeps the first-ranked device.
+  void note_full(std::uint32_t d) {
+    const std::int64_t dim = cur_.st.dim_sum[d];
+    for (auto& f : full_) {
+      if (f.dim == dim) {
+        if (before(d, f.device)) f.device = d;
+        return;
+      }
+    }
+    full_.push_back(full_dim{dim, d});
   }
 
   // Whether the bound refused, at `step`, a device the constraint admits.
@@ -367,11 +427,17 @@ class grid_engine {
     return false;
   }
 
-  // Device `d`, at cur_.rank[pos], changed its key: move it to its place.
+  // Device `d`, at cur_.rank[pos], changed its key: move it to its place, or
+  // out of the walk if it is now full.
   void rerank(std::size_t d, std::size_t pos) {
     std::uint32_t* r = cur_.rank.data();
     const std::size_t n = cur_.rank.size();
     const auto du = static_cast<std::uint32_t>(d);
+    if (cur_.st.dim_sum[d] > full_from_) {
+      cur_.rank.erase(cur_.rank.begin() + static_cast<std::ptrdiff_t>(pos));
+      note_full(du);
+      return;
+    }
     if (pos + 1 < n && before(r[pos + 1], d)) {
       // Moves right: the first entry after pos that d precedes.
       const std::uint32_t* at =
@@ -389,6 +455,9 @@ class grid_engine {
   }
 
   static void sort_rank(pass_state& ps) {
+    ps.rank.resize(ps.load.size());
+    for (std::size_t d = 0; d < ps.rank.size(); ++d)
+      ps.rank[d] = static_cast<std::uint32_t>(d);
     std::sort(ps.rank.begin(), ps.rank.end(),
               [&](std::uint32_t a, std::uint32_t b) { return before(ps, a, b); });
   }
@@ -487,9 +556,6 @@ class grid_engine {
       ps.load[d] = ps.compute[d].total_ms();
     }
     ps.sum.assign(devices, price_.start());
-    ps.rank.resize(devices);
-    for (std::size_t d = 0; d < devices; ++d)
-      ps.rank[d] = static_cast<std::uint32_t>(d);
     sort_rank(ps);
   }
 
@@ -543,8 +609,17 @@ class grid_engine {
     std::int64_t critical;  // the least bound that would change that step
   };
   pass_state cur_;
-  pass_state from_;   // the state the current pass started from
-  pass_state empty_;  // no piece placed
+  // The pass's full devices (dim above full_from_ = bound - min_cols_): per
+  // dim, the first-ranked one.
+  struct full_dim {
+    std::int64_t dim;
+    std::uint32_t device;
+  };
+  std::vector<full_dim> full_;
+  std::int64_t full_from_ = no_dim_bound;
+  std::int64_t min_cols_ = 0;  // the narrowest piece's columns
+  pass_state from_;            // the state the current pass started from
+  pass_state empty_;           // no piece placed
   std::vector<bind> binds_;
   std::vector<shard> group_;
   std::vector<multiset_key> group_keys_;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -54,29 +55,25 @@ class plan_pricer {
   template <cost_model CostModel>
   double max_ms(const task& t, const CostModel& model, std::span<const compute_cost> compute,
                 std::span<const std::int64_t> dim_sum) {
-    const std::size_t devices = compute.size();
-    start_.assign(devices, 0.0);
-    bwd_comm_.resize(devices);
-    comm_.resize(devices);
-    totals_.resize(devices);
-    model.communication(t, dim_sum, std::span<const double>(start_), std::span<comm_cost>(comm_));
-    for (std::size_t d = 0; d < devices; ++d) {
-      bwd_comm_[d] = comm_[d].bwd_ms;
-      start_[d] = compute[d].fwd_ms + compute[d].bwd_ms + comm_[d].bwd_ms;
-    }
-    starts_ = start_;
-    const double earliest = devices ? *std::min_element(start_.begin(), start_.end()) : 0.0;
-    for (auto& s : start_)
-      s -= earliest;
-    model.communication(t, dim_sum, std::span<const double>(start_), std::span<comm_cost>(comm_));
-    calls_ += 2;
-    double worst = 0.0;
-    for (std::size_t d = 0; d < devices; ++d) {
-      // device_cost::total_ms()'s order of additions.
-      totals_[d] = compute[d].fwd_ms + compute[d].bwd_ms + comm_[d].fwd_ms + bwd_comm_[d];
-      worst = std::max(worst, totals_[d]);
-    }
-    return worst;
+    backward(t, model, compute, dim_sum);
+    return forward(t, model, compute, dim_sum);
+  }
+
+  // The plan's cost where it is below `best_ms`, else a figure not below it
+  // (infinity, or the cost). Only for a model whose communication is never
+  // negative (communication_nonnegative): a plan whose compute + backward
+  // comm on some device already reaches `best_ms` is not given the forward
+  // all-to-all. Exact: a device's total is ((fwd + bwd) + fwd comm) + bwd
+  // comm, and with fwd comm >= 0 that is, rounding being monotone, at least
+  // (fwd + bwd) + bwd comm. totals() and starts() hold the plan's figures
+  // only when the cost is returned.
+  template <cost_model CostModel>
+  double max_ms_below(const task& t, const CostModel& model, std::span<const compute_cost> compute,
+                      std::span<const std::int64_t> dim_sum, double best_ms) {
+    backward(t, model, compute, dim_sum);
+    for (const double s : start_)  // (fwd + bwd) + bwd comm
+      if (s >= best_ms) return std::numeric_limits<double>::infinity();
+    return forward(t, model, compute, dim_sum);
   }
 
   // The plan_cost evaluate() returns for the plan last priced by max_ms():
@@ -102,6 +99,44 @@ class plan_pricer {
   std::uint64_t calls() const noexcept { return calls_; }
 
  private:
+  // The backward all-to-all (no start skew): bwd_comm_, and start_ =
+  // compute + backward comm.
+  template <cost_model CostModel>
+  void backward(const task& t, const CostModel& model, std::span<const compute_cost> compute,
+                std::span<const std::int64_t> dim_sum) {
+    const std::size_t devices = compute.size();
+    start_.assign(devices, 0.0);
+    bwd_comm_.resize(devices);
+    comm_.resize(devices);
+    totals_.resize(devices);
+    model.communication(t, dim_sum, std::span<const double>(start_), std::span<comm_cost>(comm_));
+    ++calls_;
+    for (std::size_t d = 0; d < devices; ++d) {
+      bwd_comm_[d] = comm_[d].bwd_ms;
+      start_[d] = compute[d].fwd_ms + compute[d].bwd_ms + comm_[d].bwd_ms;
+    }
+  }
+
+  // The forward all-to-all with each device's start skew; the plan's cost.
+  template <cost_model CostModel>
+  double forward(const task& t, const CostModel& model, std::span<const compute_cost> compute,
+                 std::span<const std::int64_t> dim_sum) {
+    const std::size_t devices = compute.size();
+    starts_ = start_;
+    const double earliest = devices ? *std::min_element(start_.begin(), start_.end()) : 0.0;
+    for (auto& s : start_)
+      s -= earliest;
+    model.communication(t, dim_sum, std::span<const double>(start_), std::span<comm_cost>(comm_));
+    ++calls_;
+    double worst = 0.0;
+    for (std::size_t d = 0; d < devices; ++d) {
+      // device_cost::total_ms()'s order of additions.
+      totals_[d] = compute[d].fwd_ms + compute[d].bwd_ms + comm_[d].fwd_ms + bwd_comm_[d];
+      worst = std::max(worst, totals_[d]);
+    }
+    return worst;
+  }
+
   std::vector<double> start_;
   std::vector<double> starts_;
   std::vector<double> bwd_comm_;
