@@ -457,7 +457,7 @@ TEST_CASE("hyperparameters <= 0 and other bad input: the message names the field
     const auto priced = embplan::evaluate(
         tasks[rec.task], embplan::table_wise_plan(tasks[rec.task], assignment), model);
     CHECK(rec.measured.overall_ms == priced.max_ms());
-    CHECK(rec.measured.devices[0].comm_ms ==
-          priced.devices[0].fwd_comm_ms + priced.devices[0].bwd_comm_ms);
+    // The backward all-to-all only (the forward one holds the wait for the slowest device).
+    CHECK(rec.measured.devices[0].comm_ms == priced.devices[0].bwd_comm_ms);
   }
 }

@@ -14,14 +14,18 @@
 //
 // Heads. Per device: forward, communication and backward costs of the fused
 // group of tables; per placement: the overall head over the max of the device
-// representations. An empty device is one all-zero feature row, as the
-// authors' Env / Buffer feed it (its heads are not 0).
+// representations. The communication head is trained on the device's
+// BACKWARD all-to-all (the authors' collect_data: communication_y =
+// latency[:, 2]; rl::cost_model_meter says why the forward one is left out),
+// the overall head on the plan's full cost. An empty device is one all-zero
+// feature row, as the authors' Env / Buffer feed it (its heads are not 0).
 //
 // As a cost_model: compute() = {forward head, backward head + communication
 // head}; communication() is all zeros. The contract's communication() sees only
 // the devices' column sums, not their tables, so DreamShard's per-device
 // communication head is charged to the device's backward part; a plan's
-// max_ms() under evaluate() is then max over devices of the three heads' sum.
+// max_ms() under evaluate() is then max over devices of the three heads' sum,
+// which leaves out the forward all-to-all: price a plan with overall_ms().
 // The overall head (DreamShard's reward) is overall_ms(). shard_cost() is the
 // single-table cost fwd + comm + bwd the authors sort tables by (Env.reset).
 // Units: milliseconds of the meter it was trained on (metadata().meter); an

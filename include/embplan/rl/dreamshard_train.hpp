@@ -114,7 +114,12 @@ struct dreamshard_measurement {
 };
 
 // A Meter made of a cost model (the CPU meter, analytic_cost, ...): the plan
-// priced by evaluate(); communication = forward + backward all-to-all.
+// priced by evaluate(). A device's communication target is its backward
+// all-to-all only, as the authors' collect_data (communication_y = latency[:, 2]):
+// the forward all-to-all includes the wait for the slowest device (cost/analytic.hpp),
+// which depends on the other devices' tables and falls as this device's load
+// rises, so a head that sees only this device's tables cannot fit it (§3.1,
+// App. A.4 leave it out). The overall target keeps every term (max_ms()).
 // Holds a pointer: the model must outlive the meter.
 template <cost_model CostModel>
 struct cost_model_meter {
@@ -126,9 +131,8 @@ struct cost_model_meter {
     dreamshard_measurement out;
     out.devices.reserve(c.devices.size());
     for (const auto& d : c.devices) {
-      out.devices.push_back(dreamshard_device_cost{.fwd_ms = d.fwd_compute_ms,
-                                                   .comm_ms = d.fwd_comm_ms + d.bwd_comm_ms,
-                                                   .bwd_ms = d.bwd_compute_ms});
+      out.devices.push_back(dreamshard_device_cost{
+          .fwd_ms = d.fwd_compute_ms, .comm_ms = d.bwd_comm_ms, .bwd_ms = d.bwd_compute_ms});
     }
     out.overall_ms = c.max_ms();
     return out;
