@@ -41,6 +41,7 @@ struct planner_summary {
   std::size_t speedup_tasks = 0;
   double mean_sharding_ms = 0.0;    // over all tasks
   double mean_gap = 0.0;            // cost / lower bound - 1, over succeeded tasks
+  bool has_gap = true;              // false: the meter prices plans unlike its devices' sum
   std::uint64_t cache_lookups = 0;  // the searcher's device-cost cache, all tasks
   std::uint64_t cache_hits = 0;
   bool has_cache() const { return cache_lookups > 0; }
@@ -62,7 +63,7 @@ struct planner_summary {
 // planners search on the planning model (planners.hpp).
 std::vector<planner_summary> compare_planners(std::span<const embplan::task> tasks,
                                               std::span<const std::string> planners,
-                                              const any_meter& meter, const planning_model& pm,
+                                              const meter_choice& meter, const planning_model& pm,
                                               std::uint64_t seed, progress& bar) {
   const std::size_t n = tasks.size();
   std::vector<std::vector<double>> cost(
@@ -71,12 +72,15 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
   // The additive lower bound under the meter itself (search/lower_bound.hpp),
   // once per task: gap = how far a plan is from it.
   std::vector<double> bound(n);
-  for (std::size_t i = 0; i < n; ++i)
-    bound[i] = embplan::additive_lower_bound(tasks[i], meter);
+  // Not for a meter whose plan cost is not its devices' (--meter dreamshard).
+  const bool with_bound = !meter.plan_ms;
+  for (std::size_t i = 0; with_bound && i < n; ++i)
+    bound[i] = embplan::additive_lower_bound(tasks[i], meter.meter);
   for (std::size_t p = 0; p < planners.size(); ++p) {
     auto& s = out[p];
     s.planner = planners[p];
     s.tasks = n;
+    s.has_gap = with_bound;
     for (std::size_t i = 0; i < n; ++i) {
       const auto result = run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm);
       s.mean_sharding_ms += result.search_ms / double(n);
@@ -87,12 +91,12 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
         bar.advance();
         continue;
       }
-      const auto measured = embplan::evaluate(tasks[i], result.placement, meter);
-      cost[p][i] = measured.max_ms();
+      const auto measured = embplan::evaluate(tasks[i], result.placement, meter.meter);
+      cost[p][i] = meter.plan_ms ? meter.plan_ms(tasks[i], result.placement) : measured.max_ms();
       ++s.succeeded;
       s.mean_cost_ms += cost[p][i];
       s.mean_balance += measured.balance();
-      s.mean_gap += embplan::gap_to_bound(cost[p][i], bound[i]);
+      if (with_bound) s.mean_gap += embplan::gap_to_bound(cost[p][i], bound[i]);
       bar.advance();
     }
     if (s.succeeded) {
@@ -137,7 +141,8 @@ nlohmann::json to_json(const planner_summary& s) {
   j["mean_speedup_over_random"] =
       s.speedup_tasks ? nlohmann::json(s.mean_speedup) : nlohmann::json(nullptr);
   j["mean_sharding_ms"] = s.mean_sharding_ms;
-  j["mean_gap_to_lower_bound"] = s.succeeded ? nlohmann::json(s.mean_gap) : nlohmann::json(nullptr);
+  j["mean_gap_to_lower_bound"] =
+      s.succeeded && s.has_gap ? nlohmann::json(s.mean_gap) : nlohmann::json(nullptr);
   j["cache_hit_rate"] =
       s.has_cache() ? nlohmann::json(s.cache_hit_rate()) : nlohmann::json(nullptr);
   j["cache_lookups"] = s.cache_lookups;
@@ -149,6 +154,7 @@ struct compare_args {
   std::string protocol = "neuroshard";
   std::vector<std::size_t> devices{4, 8};
   std::vector<std::int32_t> max_dims{4, 8, 16, 32, 64, 128};
+  std::vector<std::size_t> tables{};  // tables per task; empty: the protocol's
   std::size_t count = 100;
   std::uint64_t seed = 0;
   double memory_gib = 4.0;
@@ -202,6 +208,7 @@ task_source task_source_of(const compare_args& a, const planning_model& pm) {
 struct setting {
   std::size_t devices;
   std::int32_t max_dim;
+  std::size_t tables;  // 0: the protocol's
   embplan::data::task_options options;
 };
 
@@ -210,7 +217,7 @@ int run_compare(const compare_args& a) {
   std::vector<std::string> names;
   for (const auto& n : a.planners.empty() ? planner_names() : a.planners)
     names.push_back(parse_planner(n, "--planners"));
-  check_meter(a.meter);
+  check_meter(a.meter, /*dreamshard=*/true);
   check_output_path("--json", a.json);
   for (const auto d : a.devices)
     check_devices(d);
@@ -219,25 +226,31 @@ int run_compare(const compare_args& a) {
   if (a.half != "auto") (void)pool_half_of(a.half, /*takes_auto=*/true);
   auto pm = load_planning_model(a.model);
   const bool dreamshard = std::any_of(names.begin(), names.end(), is_dreamshard);
-  if (dreamshard || !a.policy.empty()) load_policy(pm, a.policy);
+  if (dreamshard || !a.policy.empty() || a.meter.name == "dreamshard") load_policy(pm, a.policy);
   const auto source = task_source_of(a, pm);
   std::vector<setting> settings;
+  const std::vector<std::size_t> table_counts =
+      a.tables.empty() ? std::vector<std::size_t>{0} : a.tables;
   for (const std::size_t devices : a.devices) {
     for (const std::int32_t max_dim : a.max_dims) {
-      const task_args ta{.protocol = a.protocol,
-                         .devices = devices,
-                         .max_dim = max_dim,
-                         .count = a.count,
-                         .seed = a.seed,
-                         .memory_gib = a.memory_gib,
-                         .half = source.half,
-                         .split_seed = source.split_seed};
-      settings.push_back({devices, max_dim, task_options_of(ta)});
+      for (const std::size_t tables : table_counts) {
+        const task_args ta{.protocol = a.protocol,
+                           .devices = devices,
+                           .max_dim = max_dim,
+                           .count = a.count,
+                           .tables = tables,
+                           .seed = a.seed,
+                           .memory_gib = a.memory_gib,
+                           .half = source.half,
+                           .split_seed = source.split_seed};
+        settings.push_back({devices, max_dim, tables, task_options_of(ta)});
+      }
     }
   }
   const auto pool = load_pool(a.pool);
   check_dim_multiple(pool, "pool.tables");
-  const auto [meter, meter_text] = meter_of(a.meter, pm);
+  const auto meter = meter_of(a.meter, pm);
+  const std::string& meter_text = meter.text;
 
   nlohmann::json report;
   report["protocol"] = a.protocol;
@@ -267,16 +280,19 @@ int run_compare(const compare_args& a) {
                                        std::span<const std::string>(names), meter, pm, a.seed, bar);
     bar.clear();
     std::cout << "\n"
-              << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", "
-              << tasks.size() << " tasks (seed " << a.seed << ")\n";
+              << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", ";
+    if (st.tables > 0) std::cout << st.tables << " tables per task, ";
+    std::cout << tasks.size() << " tasks (seed " << a.seed << ")\n";
     text_table table({"planner", "cost ms", "success", "speedup/random", "time ms/task",
                       "cache hit", "gap to LB", "balance"});
     nlohmann::json setting_json;
     setting_json["devices"] = st.devices;
     setting_json["max_dim"] = st.max_dim;
+    if (st.tables > 0) setting_json["tables"] = st.tables;
     setting_json["tasks"] = tasks.size();
     setting_json["planners"] = nlohmann::json::array();
-    summary_header.push_back(std::to_string(st.devices) + "dev/" + std::to_string(st.max_dim));
+    summary_header.push_back(std::to_string(st.devices) + "dev/" + std::to_string(st.max_dim) +
+                             (st.tables > 0 ? "/T" + std::to_string(st.tables) : ""));
     for (std::size_t p = 0; p < rows.size(); ++p) {
       const auto& r = rows[p];
       const std::string cost = r.cost_text();
@@ -284,7 +300,7 @@ int run_compare(const compare_args& a) {
                  r.speedup_tasks ? fixed(r.mean_speedup, 3) + "x" : "-",
                  fixed(r.mean_sharding_ms, 3),
                  r.has_cache() ? fixed(100.0 * r.cache_hit_rate(), 1) + "%" : "-",
-                 r.succeeded ? fixed(100.0 * r.mean_gap, 1) + "%" : "-",
+                 r.succeeded && r.has_gap ? fixed(100.0 * r.mean_gap, 1) + "%" : "-",
                  r.succeeded ? fixed(r.mean_balance, 3) : "-"});
       summary[p].push_back(cost);
       setting_json["planners"].push_back(to_json(r));
@@ -296,7 +312,8 @@ int run_compare(const compare_args& a) {
   }
   bar.clear();
   if (summary_header.size() > 2) {
-    std::cout << "\nmean cost (ms) per setting, devices/max dim (NeuroShard Table 1 shape):\n";
+    std::cout << "\nmean cost (ms) per setting, devices/max dim"
+              << (a.tables.empty() ? "" : "/tables") << " (NeuroShard Table 1 shape):\n";
     text_table table(summary_header);
     for (auto& row : summary)
       table.add(std::move(row));
@@ -312,7 +329,8 @@ int run_compare(const compare_args& a) {
                 "each table priced alone by the same meter (a true bound for table-wise plans "
                 "on an additive meter; column splits, and meters that price a device unlike "
                 "the sum of its tables alone, e.g. the learned one, can go below it: a negative "
-                "gap); balance = min/max device compute (AutoShard)");
+                "gap; none under --meter dreamshard, which prices a plan by its overall "
+                "head); balance = min/max device compute (AutoShard)");
   if (no_device > 0) {
     print_wrapped(std::cout, "note: " + std::to_string(no_device) +
                                  " plans failed on a task with a table larger than any device; " +
@@ -337,6 +355,10 @@ command add_compare(CLI::App& app) {
       ->capture_default_str();
   add_int_option(sub, "--max-dim", a->max_dims, "largest table dimensions, one table each", 4, 1024)
       ->capture_default_str();
+  add_int_option(sub, "--tables", a->tables,
+                 "tables per task, one setting each (default: the protocol's; dreamshard: DLRM-T "
+                 "with T = --tables)",
+                 1, max_tables);
   add_int_option(sub, "--count", a->count, "tasks per setting", 1, max_task_count)
       ->capture_default_str();
   add_seed_option(sub, a->seed);
@@ -346,7 +368,7 @@ command add_compare(CLI::App& app) {
   sub->add_option("--planners", a->planners, "planners to run (default: all): " + planner_list())
       ->delimiter(',');
   sub->add_option("--json", a->json, "also write the results as JSON");
-  add_meter_options(sub, a->meter);
+  add_meter_options(sub, a->meter, /*dreamshard=*/true);
   add_model_option(sub, a->model);
   add_policy_option(sub, a->policy);
   add_quiet_option(sub, a->quiet);

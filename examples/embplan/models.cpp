@@ -119,9 +119,16 @@ planning_model load_planning_model(const std::string& arg) {
   return {std::move(model), std::move(text)};
 }
 
-void check_meter(const meter_args& m) {
-  if (m.name != "simulated" && m.name != "analytic" && m.name != "measured") {
-    embplan::detail::fail("--meter", m.name, "simulated, analytic or measured");
+void check_meter(const meter_args& m, bool dreamshard) {
+  if (m.name == "dreamshard" && !dreamshard) {
+    embplan::detail::fail("--meter", m.name,
+                          "simulated, analytic or measured (dreamshard: in compare only)");
+  }
+  if (m.name != "simulated" && m.name != "analytic" && m.name != "measured" &&
+      m.name != "dreamshard") {
+    embplan::detail::fail("--meter", m.name,
+                          dreamshard ? "simulated, analytic, measured or dreamshard"
+                                     : "simulated, analytic or measured");
   }
   if (!(m.reference_ms >= 0.0) || !std::isfinite(m.reference_ms)) {
     embplan::detail::fail("--reference-ms", m.reference_ms,
@@ -135,7 +142,19 @@ void check_meter(const meter_args& m) {
 }
 
 meter_choice meter_of(const meter_args& m, const planning_model& pm) {
-  check_meter(m);
+  check_meter(m, /*dreamshard=*/true);
+  if (m.name == "dreamshard") {
+    if (!pm.policy)
+      embplan::detail::fail("--meter", m.name, "a DreamShard policy: " + pm.policy_text);
+    const auto policy = pm.policy;  // shared: the meter keeps it alive
+    return {any_meter(policy->cost_model()),
+            "DreamShard's cost network of the policy (" + pm.policy_text +
+                "): a plan's cost is its overall head (the estimated MDP's cost, DreamShard "
+                "§3.2); balance and the lower bound from its per-device heads",
+            [policy](const embplan::task& t, const embplan::plan& p) {
+              return policy->cost_model().overall_ms(t, p);
+            }};
+  }
   if (m.name == "measured") {
     embplan::bench::cpu_meter_cost meter;
     if (!m.reference && m.reference_ms == 0.0) return {any_meter(meter), measured_meter_text};

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -128,14 +129,20 @@ class any_meter {
 };
 static_assert(embplan::cost_model<any_meter>);
 
-// Checks --meter and --reference(-ms) (options.hpp) together.
-void check_meter(const meter_args& m);
+// Checks --meter and --reference(-ms) (options.hpp) together. `dreamshard`:
+// whether this command takes --meter dreamshard (compare does).
+void check_meter(const meter_args& m, bool dreamshard = false);
 
 // The meter every finished plan is priced by, and how the output names it.
+// plan_ms, where set, is a plan's cost instead of evaluate()'s max over
+// devices: --meter dreamshard prices a plan with DreamShard's overall head
+// (the estimated MDP's cost, §3.2), its per-device heads give the rest.
 struct meter_choice {
   any_meter meter;
   std::string text;
+  std::function<double(const embplan::task&, const embplan::plan&)> plan_ms{};
 };
+// --meter dreamshard needs pm.policy (load_policy first).
 meter_choice meter_of(const meter_args& m, const planning_model& pm);
 
 }  // namespace embplan_cli

@@ -162,10 +162,13 @@ struct meter_args {
   double reference_ms = 0.;  // its time; 0: measured once before the first plan
 };
 
-inline void add_meter_options(CLI::App* app, meter_args& m) {
+inline void add_meter_options(CLI::App* app, meter_args& m, bool dreamshard = false) {
   app->add_option("--meter", m.name,
-                  "simulated (the learned model, else analytic) | analytic | measured (CPU meter; "
-                  "slow: keep the task count small)")
+                  std::string("simulated (the learned model, else analytic) | analytic | measured "
+                              "(CPU meter; slow: keep the task count small)") +
+                      (dreamshard ? " | dreamshard (the --policy's cost network: its overall "
+                                    "head prices a plan)"
+                                  : ""))
       ->capture_default_str();
   app->add_flag("--reference", m.reference,
                 "--meter measured: pair every timed run with a fixed reference shard and scale "

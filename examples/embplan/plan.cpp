@@ -147,7 +147,9 @@ int run_plan(const plan_args& a) {
                           "off under mpirun (the MPI plan meter has no drift reference)");
   }
 #endif
-  const auto [meter, meter_text] = meter_of(a.meter, pm);
+  const auto chosen = meter_of(a.meter, pm);
+  const auto& meter = chosen.meter;
+  const auto& meter_text = chosen.text;
   // A measured meter would time every piece once more: pieces are priced by
   // the planning model's simulation instead.
   const auto piece_meter = measured ? meter_of({}, pm) : meter_choice{meter, meter_text};

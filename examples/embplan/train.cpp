@@ -139,7 +139,9 @@ int run_train_dreamshard(const train_args& a) {
   m.reference_ms = a.reference_ms;
   check_meter(m);
   auto state = a.resume.empty() ? rl::dreamshard_train_start(o) : rl::load_checkpoint(a.resume, o);
-  const auto [meter, meter_text] = meter_of(m, planning_model{});
+  const auto chosen = meter_of(m, planning_model{});
+  const auto& meter = chosen.meter;
+  const auto& meter_text = chosen.text;
   const rl::cost_model_meter<any_meter> measure{&meter};
 
   const std::string half = pool_half_of_tasks(tasks, pool, a.split_seed);

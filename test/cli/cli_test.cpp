@@ -20,6 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "embplan/io/json_task.hpp"
+#include "embplan/presets.hpp"
+#include "embplan/rl/dreamshard.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -1312,4 +1316,62 @@ TEST_CASE("the bundled DreamShard policy plans by default; its metadata says how
   CHECK(r.out.find("policy: bundled dreamshard_cpu_4dev.safetensors") != std::string::npos);
   CHECK(r.out.find("cpu meter") != std::string::npos);
   CHECK(r.out.find("train half of the pool") != std::string::npos);
+}
+
+TEST_CASE(
+    "compare --tables: one setting per table count; --meter dreamshard prices by the "
+    "policy's overall head") {
+  const auto json = scratch() / "compare-tables.json";
+  const auto r = run(
+      "compare --protocol dreamshard --devices 4 --max-dim 16 --tables 8 12 --count 2 --planners "
+      "random,lookup_greedy,dreamshard --meter dreamshard --quiet --json " +
+      json.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("8 tables per task") != std::string::npos);
+  CHECK(r.out.find("12 tables per task") != std::string::npos);
+  CHECK(r.out.find("4dev/16/T8") != std::string::npos);
+  CHECK(r.out.find("4dev/16/T12") != std::string::npos);
+  CHECK(r.out.find("meter: dreamshard, DreamShard's cost network") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(json));
+  REQUIRE(j.at("settings").size() == 2);
+  CHECK(j.at("settings").at(0).at("tables") == 8);
+  CHECK(j.at("settings").at(1).at("tables") == 12);
+  // The overall head, not a sum over devices: no lower bound to compare with.
+  for (const auto& p : j.at("settings").at(0).at("planners")) {
+    CHECK(p.at("mean_gap_to_lower_bound").is_null());
+    CHECK(std::isfinite(p.at("mean_cost_ms").get<double>()));
+  }
+
+  // The cost is the bundled policy's overall head on each plan: one task by hand.
+  const auto tasks = scratch() / "compare-tables-tasks.json";
+  REQUIRE(run("tasks --protocol dreamshard --devices 4 --tables 8 --count 1 --half test --out " +
+              tasks.string())
+              .code == 0);
+  const auto one =
+      run("compare --protocol dreamshard --devices 4 --max-dim 16 --tables 8 --count 1 --half test "
+          "--planners lookup_greedy --meter dreamshard --quiet --json " +
+          json.string());
+  REQUIRE(one.code == 0);
+  const auto task = embplan::io::tasks_from_json(nlohmann::json::parse(slurp(tasks))).at(0);
+  const auto policy = embplan::rl::dreamshard_policy::load(
+      fs::path(EMBPLAN_SOURCE_DIR) / "data" / "rl" / "dreamshard_cpu_4dev.safetensors");
+  const auto plan = embplan::lookup_greedy_planner{}(task, 0);
+  REQUIRE(plan.ok);
+  const double expected = policy.cost_model().overall_ms(task, plan.placement);
+  const auto got = nlohmann::json::parse(slurp(json))
+                       .at("settings")
+                       .at(0)
+                       .at("planners")
+                       .at(0)
+                       .at("mean_cost_ms")
+                       .get<double>();
+  CHECK(got == doctest::Approx(expected).epsilon(1e-9));
+
+  // Bad input: a table count of 0, and the dreamshard meter where it is not taken.
+  check_refused("compare --protocol dreamshard --tables 0", {"--tables", "0"});
+  check_refused("plan --task " + tasks.string() + " --planner random --meter dreamshard",
+                {"--meter", "dreamshard"});
+  check_refused("compare --meter dreamshard --policy /nonexistent/p.safetensors --count 1",
+                {"--policy", "/nonexistent/p.safetensors"});
 }
