@@ -194,6 +194,37 @@ TEST_CASE("cpu_meter_cost: a plan measured device by device, comm from the analy
   CHECK(piece.rows == 1000);
   CHECK(meter.name() == "cpu-meter");
   CHECK(meter.shard_cost(t, left) > 0.0);
+
+  // One meter priced every device and was put back; copies share it. A caller
+  // that turned the parts off still gets them (the meter prices the parts).
+  CHECK(meter.meters->idle() == 1);
+  const eb::cpu_meter_cost copy = meter;
+  CHECK(embplan::evaluate(t, p, copy).devices.at(1).fwd_compute_ms > 0.0);
+  CHECK(meter.meters->idle() == 1);
+  eb::meter_options pair_only = quick;
+  pair_only.separate = false;
+  const eb::cpu_meter_cost parts_off{.options = pair_only};
+  const auto c = embplan::evaluate(t, p, parts_off);
+  CHECK(c.devices.at(0).fwd_compute_ms > 0.0);
+  CHECK(c.devices.at(0).bwd_compute_ms > 0.0);
+}
+
+TEST_CASE("measure_shard: together = false times only the parts; without the parts, the pair") {
+  const std::vector<embplan::table_spec> tables{table(5000, 16, 4.0)};
+  eb::meter_options o = quick;
+  o.together = false;
+  const auto parts = eb::measure_shard(tables, o);
+  CHECK(parts.forward.sorted_ms.size() == 3);
+  CHECK(parts.backward.sorted_ms.size() == 3);
+  CHECK(parts.total.sorted_ms.empty());
+  o.separate = false;  // nothing would be timed: the pair is
+  const auto pair = eb::measure_shard(tables, o);
+  CHECK(pair.forward.sorted_ms.empty());
+  CHECK(pair.total.sorted_ms.size() == 3);
+  o = quick;
+  const auto all = eb::measure_shard(tables, o);
+  CHECK(all.forward.sorted_ms.size() == 3);
+  CHECK(all.total.sorted_ms.size() == 3);
 }
 
 TEST_CASE("shard_meter: one meter, many shards (buffers reused across sizes and dtypes)") {

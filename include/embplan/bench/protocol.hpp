@@ -79,6 +79,8 @@ struct protocol_options {
   int runs = 10;   // B
   int drop = 2;    // K highest and K lowest dropped
   bool flush = true;
+
+  friend bool operator==(const protocol_options&, const protocol_options&) = default;
 };
 
 inline void validate(const protocol_options& o) {
