@@ -108,6 +108,15 @@ void bm_neuroshard_ls_learned(benchmark::State& state) {
   run(state, embplan::basic_neuroshard_ls_planner<embplan::neural_cost>(model, {}, {}, {}));
 }
 
+// The same planner with column_beam pricing each step's split states on two
+// threads (column_beam::threads; the same plan for any count).
+void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
+  const auto& model = learned_model();
+  embplan::local_search<embplan::column_beam> searcher;
+  searcher.start.threads = 2;
+  run(state, embplan::basic_neuroshard_ls_planner<embplan::neural_cost>(model, searcher, {}, {}));
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"tables", "devices"});
   for (const auto& [tables, devices] :
@@ -172,5 +181,6 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
 BENCHMARK(bm_torchrec)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_learned)->Apply(sizes);
+BENCHMARK(bm_neuroshard_ls_learned_2threads)->Apply(sizes);
 
 BENCHMARK_MAIN();
