@@ -10,7 +10,14 @@
 // placements the meter measures, the policy from the cost network's estimate;
 // writes both networks as one rl::dreamshard_policy file (metadata: features,
 // meter, pool half, hyperparameters, learning curve). Communication is the
-// analytic all-to-all with either meter (not measured under mpirun).
+// analytic all-to-all model, or, under `mpirun -np D` (one rank per device of
+// the tasks) with --meter cpu, measured: every rank runs the same training,
+// each placement measured by bench::mpi::measure_plan (each rank times its own
+// device's shard, the all-to-alls run for real between the ranks, every rank
+// gets the same figures), so the ranks stay identical; rank 0 prints and
+// writes the files.
+#include "world.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -68,6 +75,12 @@ struct train_args {
 
 constexpr const char* dreamshard_comm_text =
     "communication: the analytic all-to-all model (not measured)";
+constexpr const char* dreamshard_mpi_comm_text =
+    "communication: measured, MPI_Alltoallv between the ranks (one per device) with the "
+    "plan's per-device byte counts and start skews";
+constexpr const char* dreamshard_mpi_meter_text =
+    "CPU meter (each device's shard run as one fused embedding bag and timed, AutoShard "
+    "protocol, one MPI rank per device, the ranks in turn)";
 
 // The tasks of `train dreamshard`: all on one device count, every dim a
 // multiple of 4 (the planners' default_constraint), refused naming the task.
@@ -113,7 +126,7 @@ std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
       embplan::data::to_string(embplan::data::half_holding(seen, pool.size(), split_seed)));
 }
 
-int run_train_dreamshard(const train_args& a) {
+int run_train_dreamshard(const train_args& a, const world& w) {
   namespace rl = embplan::rl;
   rl::dreamshard_train_options o = a.rl;
   o.seed = a.seed;
@@ -132,6 +145,22 @@ int run_train_dreamshard(const train_args& a) {
   }
   const auto tasks = load_dreamshard_tasks(a.tasks);
   const auto pool = load_pool(a.pool);
+  // Under mpirun: one rank per device, the CPU meter, no drift reference (the
+  // MPI plan meter has none).
+  const bool mpi = w.size() > 1;
+  if (mpi) {
+    if (a.meter != "cpu") {
+      embplan::detail::fail("--meter", a.meter, "\"cpu\" under mpirun (the ranks measure)");
+    }
+    if (a.reference || a.reference_ms > 0.0) {
+      embplan::detail::fail("--reference", true,
+                            "off under mpirun (the MPI plan meter has no drift reference)");
+    }
+    if (tasks[0].cluster.size() != static_cast<std::size_t>(w.size())) {
+      embplan::detail::fail("tasks[0].cluster.size", tasks[0].cluster.size(),
+                            "one device per MPI rank (" + std::to_string(w.size()) + " ranks)");
+    }
+  }
   // --meter cpu: compare's measured meter (models.cpp), drift reference included.
   meter_args m;
   m.name = a.meter == "cpu" ? "measured" : "analytic";
@@ -141,24 +170,44 @@ int run_train_dreamshard(const train_args& a) {
   auto state = a.resume.empty() ? rl::dreamshard_train_start(o) : rl::load_checkpoint(a.resume, o);
   const auto chosen = meter_of(m, planning_model{});
   const auto& meter = chosen.meter;
-  const auto& meter_text = chosen.text;
-  const rl::cost_model_meter<any_meter> measure{&meter};
+  const std::string meter_text = mpi ? dreamshard_mpi_meter_text : chosen.text;
+  const std::string comm_text = mpi ? dreamshard_mpi_comm_text : dreamshard_comm_text;
+  const rl::cost_model_meter<any_meter> modelled{&meter};
+  const auto measure = [&](const embplan::task& t, const embplan::plan& p) {
+#if defined(EMBPLAN_WITH_MPI)
+    if (mpi) {
+      // The ranks train in lockstep: each must be measuring rank 0's placement.
+      std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the devices in shard order
+      for (const auto& s : p.shards)
+        h = (h ^ (std::uint64_t{s.table} << 32 | s.device)) * 1099511628211ULL;
+      const auto mine = static_cast<double>(h >> 11);  // exact in a double
+      if (w.broadcast(mine) != mine) {
+        embplan::detail::fail("train dreamshard.rank", w.rank(),
+                              "the placement of rank 0 (the ranks' training diverged)");
+      }
+      return rl::dreamshard_measurement_of(embplan::bench::mpi::measure_plan(MPI_COMM_WORLD, t, p));
+    }
+#endif
+    return modelled(t, p);
+  };
 
+  // Rank 0 speaks and writes; the others train the same policy silently.
+  const bool speaks = w.rank() == 0;
+  std::ostream out(speaks ? std::cout.rdbuf() : nullptr);
   const std::string half = pool_half_of_tasks(tasks, pool, a.split_seed);
-  std::cout << "DreamShard training (Algorithm 1) on " << tasks.size() << " tasks of " << a.tasks
-            << " (" << tasks[0].cluster.size() << " devices; tables from the "
-            << (half == "whole"
-                    ? "whole pool or not one half of it"
-                    : half + " half of the pool (split seed " + std::to_string(a.split_seed) + ")")
-            << ")\nmeter: " << a.meter << ", " << meter_text << "; " << dreamshard_comm_text
-            << '\n';
+  out << "DreamShard training (Algorithm 1) on " << tasks.size() << " tasks of " << a.tasks << " ("
+      << tasks[0].cluster.size() << " devices; tables from the "
+      << (half == "whole"
+              ? "whole pool or not one half of it"
+              : half + " half of the pool (split seed " + std::to_string(a.split_seed) + ")")
+      << ")\nmeter: " << a.meter << ", " << meter_text << "; " << comm_text << '\n';
   if (state.iteration > 0) {
-    std::cout << "resumed from " << a.resume << " after " << state.iteration << " of "
-              << o.iterations << " iterations\n";
+    out << "resumed from " << a.resume << " after " << state.iteration << " of " << o.iterations
+        << " iterations\n";
   }
 
-  progress bar("train dreamshard", "iterations", static_cast<std::size_t>(o.iterations), !a.quiet,
-               static_cast<std::size_t>(state.iteration));
+  progress bar("train dreamshard", "iterations", static_cast<std::size_t>(o.iterations),
+               !a.quiet && speaks, static_cast<std::size_t>(state.iteration));
   bar.advance(0);
   std::vector<rl::dreamshard_progress> rows;
   const auto on_iteration = [&](const rl::dreamshard_progress& p) {
@@ -168,7 +217,7 @@ int run_train_dreamshard(const train_args& a) {
   const auto started = progress::clock::now();
   while (state.iteration < o.iterations) {
     rl::dreamshard_train(tasks, measure, o, state, embplan::memory_capacity{}, on_iteration, 1);
-    if (!a.checkpoint.empty()) rl::save_checkpoint(a.checkpoint, state, o);
+    if (!a.checkpoint.empty() && speaks) rl::save_checkpoint(a.checkpoint, state, o);
     bar.advance();
   }
   bar.clear();
@@ -182,11 +231,11 @@ int run_train_dreamshard(const train_args& a) {
                here ? fixed(rows[i - first_here].cost_loss, 4) : "(resumed)",
                here ? fixed(rows[i - first_here].mean_reward, 3) : "(resumed)"});
   }
-  table.print(std::cout);
-  std::cout << "learning curve: mean measured ms of each iteration's " << o.collect
-            << " sampled placements; cost loss: the cost network's MSE sum (ms^2); reward: "
-               "minus the estimated overall ms\n"
-            << rows.size() << " iterations in " << progress::duration_text(seconds) << '\n';
+  table.print(out);
+  out << "learning curve: mean measured ms of each iteration's " << o.collect
+      << " sampled placements; cost loss: the cost network's MSE sum (ms^2); reward: minus the "
+         "estimated overall ms\n"
+      << rows.size() << " iterations in " << progress::duration_text(seconds) << '\n';
 
   embplan::dreamshard_cost_metadata meta;
   meta.features = embplan::cost::feature_set::embplan21;
@@ -195,14 +244,16 @@ int run_train_dreamshard(const train_args& a) {
   meta.pool_half = half;
   meta.split_seed = a.split_seed;
   // Plain keys: the library keeps every non-"embplan." key as extra metadata.
-  meta.extra["meter_description"] = meter_text + "; " + dreamshard_comm_text;
-  meta.extra["communication"] = "analytic";
+  meta.extra["meter_description"] = meter_text + "; " + comm_text;
+  meta.extra["communication"] = mpi ? "mpi" : "analytic";
   meta.extra["tasks"] = std::to_string(tasks.size());
   meta.extra["devices"] = std::to_string(tasks[0].cluster.size());
+  if (mpi) meta.extra["mpi_ranks"] = std::to_string(w.size());
+  if (!speaks) return 0;
   const auto policy = rl::dreamshard_trained_policy(state, o, std::move(meta));
   policy.save(a.out);
-  std::cout << "wrote " << a.out << '\n';
-  if (!a.checkpoint.empty()) std::cout << "checkpoint: " << a.checkpoint << '\n';
+  out << "wrote " << a.out << '\n';
+  if (!a.checkpoint.empty()) out << "checkpoint: " << a.checkpoint << '\n';
   return 0;
 }
 
@@ -266,7 +317,21 @@ int run_train(const train_args& a) {
     embplan::detail::fail("train.kind", a.kind, "\"compute\", \"comm\" or \"dreamshard\"");
   }
   check_output_path("--out", a.out);
-  if (a.kind == "dreamshard") return run_train_dreamshard(a);
+  if (a.kind == "dreamshard") {
+    const world w;
+    if (w.size() == 1) return run_train_dreamshard(a, w);
+    // An error on one rank would leave the others waiting in a collective:
+    // every rank says why and the world ends.
+    try {
+      return run_train_dreamshard(a, w);
+    } catch (const embplan::error& e) {
+      std::cerr << "embplan: error: " << e.what() << '\n';
+      w.abort(exit_bad_input);
+    } catch (const std::exception& e) {
+      std::cerr << "embplan: internal error: " << e.what() << '\n';
+      w.abort(1);
+    }
+  }
   if (a.data.empty()) embplan::detail::fail("--data", "(none)", "a records file for " + a.kind);
   if (a.epochs < 0) embplan::detail::fail("--epochs", a.epochs, "a count >= 0 (0: the default)");
   if (a.kind == "comm") return run_train_comm(a);
@@ -362,7 +427,7 @@ command add_train(CLI::App& app) {
   sub->add_option("--meter", a->meter,
                   "dreamshard: what measures the collected placements: cpu (compute measured on "
                   "this CPU; slow) | analytic (the analytic model; fast). Communication is the "
-                  "analytic all-to-all with both")
+                  "analytic all-to-all, or measured under mpirun -np <devices> with cpu")
       ->capture_default_str();
   sub->add_flag("--reference", a->reference,
                 "dreamshard --meter cpu: pair every timed run with a fixed reference shard and "

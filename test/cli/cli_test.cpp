@@ -506,6 +506,62 @@ TEST_CASE("plan --meter measured under mpirun -np 2: a real all-to-all, rank 0 r
   CHECK(r.err.find("measure_plan.ranks") != std::string::npos);
   CHECK(r.err.find("(3)") != std::string::npos);
 }
+TEST_CASE("train dreamshard under mpirun -np 2: communication measured, rank 0 writes the policy") {
+  const auto tasks = scratch() / "mpi-dreamshard-tasks.json";
+  REQUIRE(
+      run("tasks --protocol dreamshard --devices 2 --tables 6 --count 2 --out " + tasks.string())
+          .code == 0);
+  const auto policy = scratch() / "mpi-dreamshard.safetensors";
+  const auto checkpoint = scratch() / "mpi-dreamshard-ckpt.safetensors";
+  fs::remove(policy);
+  const std::string tiny =
+      " --meter cpu --iterations 2 --collect 2 --cost-steps 3 --cost-batch 4 --rl-steps 1 "
+      "--episodes 2 --quiet --seed 5";
+  auto r = run_mpi(2, "train dreamshard --tasks " + tasks.string() + tiny + " --checkpoint " +
+                          checkpoint.string() + " --out " + policy.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("MPI_Alltoallv") != std::string::npos);
+  // One report (rank 0's).
+  std::size_t tables = 0;
+  for (std::size_t at = r.out.find("learning curve:"); at != std::string::npos;
+       at = r.out.find("learning curve:", at + 1))
+    ++tables;
+  CHECK(tables == 1);
+  REQUIRE(fs::exists(policy));
+  REQUIRE(fs::exists(checkpoint));
+  std::ifstream in(policy, std::ios::binary);
+  std::uint64_t header_size = 0;
+  in.read(reinterpret_cast<char*>(&header_size), 8);
+  std::string header(header_size, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_size));
+  const auto md = nlohmann::json::parse(header).at("__metadata__");
+  CHECK(md.at("communication") == "mpi");
+  CHECK(md.at("mpi_ranks") == "2");
+  CHECK(md.at("embplan.meter") == "cpu");
+  // The policy plans.
+  CHECK(run("plan --task " + tasks.string() + " --planner dreamshard --policy " + policy.string())
+            .code == 0);
+
+  // Bad input under mpirun: the analytic meter, a drift reference, ranks != devices.
+  r = run_mpi(2, "train dreamshard --tasks " + tasks.string() + " --meter analytic --quiet --out " +
+                     policy.string());
+  CHECK(r.code != 0);
+  CHECK(r.err.find("--meter") != std::string::npos);
+  CHECK(r.err.find("mpirun") != std::string::npos);
+  r = run_mpi(2, "train dreamshard --tasks " + tasks.string() +
+                     " --meter cpu --reference --quiet --out " + policy.string());
+  CHECK(r.code != 0);
+  CHECK(r.err.find("--reference") != std::string::npos);
+  const auto four = scratch() / "mpi-dreamshard-4dev.json";
+  REQUIRE(run("tasks --protocol dreamshard --devices 4 --tables 6 --count 1 --out " + four.string())
+              .code == 0);
+  r = run_mpi(2, "train dreamshard --tasks " + four.string() + " --meter cpu --quiet --out " +
+                     policy.string());
+  CHECK(r.code != 0);
+  CHECK(r.err.find("tasks[0].cluster.size") != std::string::npos);
+  CHECK(r.err.find("2 ranks") != std::string::npos);
+}
 #else
 TEST_CASE("collect under mpirun: skipped, embplan was built without MPI") {
   MESSAGE("SKIPPED: no MPI found at configure time; mpirun -np 2 collect test not run");

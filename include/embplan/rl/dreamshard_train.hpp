@@ -113,6 +113,22 @@ struct dreamshard_measurement {
   double overall_ms = 0.0;
 };
 
+// A measured plan_cost as DreamShard's training targets: per device forward
+// compute, backward all-to-all and backward compute; overall = the plan's
+// max_ms() (see cost_model_meter for why the forward all-to-all is left out of
+// the device targets). For a meter that yields plan_costs itself (the MPI plan
+// meter, bench/mpi/plan_meter.hpp).
+inline dreamshard_measurement dreamshard_measurement_of(const plan_cost& c) {
+  dreamshard_measurement out;
+  out.devices.reserve(c.devices.size());
+  for (const auto& d : c.devices) {
+    out.devices.push_back(dreamshard_device_cost{
+        .fwd_ms = d.fwd_compute_ms, .comm_ms = d.bwd_comm_ms, .bwd_ms = d.bwd_compute_ms});
+  }
+  out.overall_ms = c.max_ms();
+  return out;
+}
+
 // A Meter made of a cost model (the CPU meter, analytic_cost, ...): the plan
 // priced by evaluate(). A device's communication target is its backward
 // all-to-all only, as the authors' collect_data (communication_y = latency[:, 2]):
@@ -127,15 +143,7 @@ struct cost_model_meter {
 
   dreamshard_measurement operator()(const task& t, const plan& p) const {
     if (model == nullptr) embplan::detail::fail("cost_model_meter.model", "(null)", "a cost model");
-    const plan_cost c = evaluate(t, p, *model);
-    dreamshard_measurement out;
-    out.devices.reserve(c.devices.size());
-    for (const auto& d : c.devices) {
-      out.devices.push_back(dreamshard_device_cost{
-          .fwd_ms = d.fwd_compute_ms, .comm_ms = d.bwd_comm_ms, .bwd_ms = d.bwd_compute_ms});
-    }
-    out.overall_ms = c.max_ms();
-    return out;
+    return dreamshard_measurement_of(evaluate(t, p, *model));
   }
 };
 
