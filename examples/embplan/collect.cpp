@@ -16,19 +16,14 @@ namespace {
 
 int run_cpu_collect(const collect_args& a) {
   const world w;
-  // An error on one rank would leave the others waiting in a collective:
-  // every rank says why and the world ends.
-  try {
-    return run_collect(
-        a, w, [](const embplan::bench::meter_options& o) { return embplan::bench::shard_meter(o); },
-        "cpu");
-  } catch (const embplan::error& e) {
-    std::cerr << "embplan: error: " << e.what() << '\n';
-    w.abort(exit_bad_input);
-  } catch (const std::exception& e) {
-    std::cerr << "embplan: internal error: " << e.what() << '\n';
-    w.abort(1);
-  }
+  return w.run_or_abort(
+      [&] {
+        return run_collect(
+            a, w,
+            [](const embplan::bench::meter_options& o) { return embplan::bench::shard_meter(o); },
+            "cpu");
+      },
+      exit_bad_input);
 }
 
 }  // namespace

@@ -320,17 +320,7 @@ int run_train(const train_args& a) {
   if (a.kind == "dreamshard") {
     const world w;
     if (w.size() == 1) return run_train_dreamshard(a, w);
-    // An error on one rank would leave the others waiting in a collective:
-    // every rank says why and the world ends.
-    try {
-      return run_train_dreamshard(a, w);
-    } catch (const embplan::error& e) {
-      std::cerr << "embplan: error: " << e.what() << '\n';
-      w.abort(exit_bad_input);
-    } catch (const std::exception& e) {
-      std::cerr << "embplan: internal error: " << e.what() << '\n';
-      w.abort(1);
-    }
+    return w.run_or_abort([&] { return run_train_dreamshard(a, w); }, exit_bad_input);
   }
   if (a.data.empty()) embplan::detail::fail("--data", "(none)", "a records file for " + a.kind);
   if (a.epochs < 0) embplan::detail::fail("--epochs", a.epochs, "a count >= 0 (0: the default)");

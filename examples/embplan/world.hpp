@@ -7,8 +7,12 @@
 #endif
 
 #include <cstdlib>
+#include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
+
+#include "embplan/core/error.hpp"
 
 namespace embplan_cli {
 
@@ -86,6 +90,22 @@ class world {
     if (size_ > 1) MPI_Bcast(&value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 #endif
     return value;
+  }
+
+  // run() on every rank; an error on one rank would leave the others waiting
+  // in a collective, so there every rank says why and the world ends
+  // (`bad_input` for an embplan::error, 1 for anything else).
+  template <class Run>
+  int run_or_abort(Run&& run, int bad_input) const {
+    try {
+      return run();
+    } catch (const embplan::error& e) {
+      std::cerr << "embplan: error: " << e.what() << '\n';
+      abort(bad_input);
+    } catch (const std::exception& e) {
+      std::cerr << "embplan: internal error: " << e.what() << '\n';
+      abort(1);
+    }
   }
 
   // An error on one rank would leave the others waiting in a collective.

@@ -67,6 +67,16 @@ void write(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
+// The "__metadata__" of a safetensors file's JSON header.
+nlohmann::json safetensors_metadata(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::uint64_t header_size = 0;
+  in.read(reinterpret_cast<char*>(&header_size), 8);
+  std::string header(header_size, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_size));
+  return nlohmann::json::parse(header).at("__metadata__");
+}
+
 std::size_t lines(const std::string& s) {
   std::size_t n = 0;
   for (char c : s)
@@ -530,12 +540,7 @@ TEST_CASE("train dreamshard under mpirun -np 2: communication measured, rank 0 w
   CHECK(tables == 1);
   REQUIRE(fs::exists(policy));
   REQUIRE(fs::exists(checkpoint));
-  std::ifstream in(policy, std::ios::binary);
-  std::uint64_t header_size = 0;
-  in.read(reinterpret_cast<char*>(&header_size), 8);
-  std::string header(header_size, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_size));
-  const auto md = nlohmann::json::parse(header).at("__metadata__");
+  const auto md = safetensors_metadata(policy);
   CHECK(md.at("communication") == "mpi");
   CHECK(md.at("mpi_ranks") == "2");
   CHECK(md.at("embplan.meter") == "cpu");
@@ -1243,12 +1248,7 @@ TEST_CASE("train dreamshard writes a policy that plan --planner dreamshard --pol
   REQUIRE(fs::exists(checkpoint));
 
   // The file's metadata: meter, pool half, communication, hyperparameters, curve.
-  std::ifstream in(policy, std::ios::binary);
-  std::uint64_t header_size = 0;
-  in.read(reinterpret_cast<char*>(&header_size), 8);
-  std::string header(header_size, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_size));
-  const auto md = nlohmann::json::parse(header).at("__metadata__");
+  const auto md = safetensors_metadata(policy);
   CHECK(md.at("embplan.kind") == "dreamshard_model");
   CHECK(md.at("embplan.meter") == "analytic");
   CHECK(md.at("embplan.pool_half") == "train");
