@@ -150,7 +150,7 @@ meter_choice meter_of(const meter_args& m, const planning_model& pm) {
     return {any_meter(policy->cost_model()),
             "DreamShard's cost network of the policy (" + pm.policy_text +
                 "): a plan's cost is its overall head (the estimated MDP's cost, DreamShard "
-                "§3.2); balance and the lower bound from its per-device heads",
+                "§3.2); balance from its per-device heads; no lower bound",
             [policy](const embplan::task& t, const embplan::plan& p) {
               return policy->cost_model().overall_ms(t, p);
             }};
