@@ -32,7 +32,7 @@ embplan::task small_task(int tables = 1) {
   return t;
 }
 
-std::string message_of(auto&& f) {
+std::string analytic_message_of(auto&& f) {
   try {
     f();
   } catch (const embplan::error& e) {
@@ -226,20 +226,21 @@ TEST_CASE("one device has no communication") {
 TEST_CASE("bad options and spans name the field and the value") {
   const auto t = small_task();
   const auto s = embplan::whole_table(t, 0, 0);
-  const auto sector =
-      message_of([&] { (void)embplan::analytic_cost{{.sector_bytes = 0}}.shard_cost(t, s); });
+  const auto sector = analytic_message_of(
+      [&] { (void)embplan::analytic_cost{{.sector_bytes = 0}}.shard_cost(t, s); });
   CHECK(sector.find("analytic_cost.sector_bytes' = 0") != std::string::npos);
-  const auto backward = message_of([&] {
+  const auto backward = analytic_message_of([&] {
     const std::vector<embplan::shard> g{s};
     (void)embplan::analytic_cost{{.backward_factor = -1.5}}.compute(t, g, 0);
   });
   CHECK(backward.find("analytic_cost.backward_factor' = -1.5") != std::string::npos);
-  const auto launch =
-      message_of([&] { (void)embplan::analytic_cost{{.kernel_launch_ms = NAN}}.shard_cost(t, s); });
+  const auto launch = analytic_message_of(
+      [&] { (void)embplan::analytic_cost{{.kernel_launch_ms = NAN}}.shard_cost(t, s); });
   CHECK(launch.find("analytic_cost.kernel_launch_ms' = nan") != std::string::npos);
-  const auto device = message_of([&] { (void)embplan::analytic_cost{}.compute(t, {}, 3); });
+  const auto device =
+      analytic_message_of([&] { (void)embplan::analytic_cost{}.compute(t, {}, 3); });
   CHECK(device.find("field 'device' = 3") != std::string::npos);
-  const auto length = message_of([&] {
+  const auto length = analytic_message_of([&] {
     const std::vector<std::int64_t> dims{1, 2};
     const std::vector<double> start{0.0};
     std::vector<embplan::comm_cost> out(1);
@@ -295,7 +296,8 @@ TEST_CASE("the cache keeps the hottest rows first") {
 TEST_CASE("the per-lookup overhead must be a finite time >= 0") {
   const auto t = small_task();
   const embplan::analytic_cost bad{{.lookup_overhead_ns = -1.0}};
-  const auto msg = message_of([&] { (void)bad.shard_cost(t, embplan::whole_table(t, 0, 0)); });
+  const auto msg =
+      analytic_message_of([&] { (void)bad.shard_cost(t, embplan::whole_table(t, 0, 0)); });
   CHECK(msg.find("analytic_cost.lookup_overhead_ns") != std::string::npos);
   CHECK(msg.find("-1") != std::string::npos);
 }

@@ -84,13 +84,13 @@ embplan::task task_on(std::size_t devices, std::int64_t batch) {
   return t;
 }
 
-struct temp_dir {
+struct comm_temp_dir {
   fs::path path;
-  explicit temp_dir(const std::string& tag)
+  explicit comm_temp_dir(const std::string& tag)
       : path(fs::temp_directory_path() / ("embplan-" + tag + "-" + std::to_string(::getpid()))) {
     fs::create_directories(path);
   }
-  ~temp_dir() { fs::remove_all(path); }
+  ~comm_temp_dir() { fs::remove_all(path); }
 };
 }  // namespace
 
@@ -181,7 +181,7 @@ TEST_CASE("neural_comm prices a task: skews, batch scaling, save and load") {
   for (std::size_t d = 0; d < 4; ++d)
     CHECK(half[d].bwd_ms == doctest::Approx(same_bytes[d].bwd_ms).epsilon(1e-5));
 
-  temp_dir dir("neural-comm");
+  comm_temp_dir dir("neural-comm");
   const auto path = dir.path / "comm.safetensors";
   model.save(path);
   const auto file = embplan::io::read_safetensors(path);
@@ -294,7 +294,7 @@ TEST_CASE("neural_comm: bad input names the field and value") {
   CHECK(msg.find("neural_comm.batch_size") != std::string::npos);
 
   // Files.
-  temp_dir dir("neural-comm-bad");
+  comm_temp_dir dir("neural-comm-bad");
   const auto good = dir.path / "good.safetensors";
   model.save(good);
   const auto base = embplan::io::read_safetensors(good);
@@ -360,7 +360,7 @@ TEST_CASE("neural_comm: bad input names the field and value") {
 }
 
 TEST_CASE("comm records and training: bad input names the field and value") {
-  temp_dir dir("comm-records");
+  comm_temp_dir dir("comm-records");
   const auto path = dir.path / "c.jsonl";
   std::ofstream(path)
       << R"({"id":0,"dim_sum":[4,8],"start_ms":[0,1],"forward_ms":[1,1],"backward_ms":[1,1],)"

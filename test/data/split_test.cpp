@@ -22,7 +22,7 @@ using embplan::data::split_order;
 using embplan::test::message_of;
 using ids = std::vector<std::size_t>;
 
-bool contains(const std::string& text, const std::string& part) {
+bool split_contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -134,15 +134,15 @@ TEST_CASE("seeded_split: bad fractions name the field and the value") {
       (void)seeded_split(10, {.train_fraction = train, .validation_fraction = validation});
     });
   };
-  CHECK(contains(bad(-0.5, 0.1),
-                 "field 'split.train_fraction' = -0.5: expected a fraction in [0, 1]"));
-  CHECK(contains(bad(1.5, 0.0), "field 'split.train_fraction' = 1.5: expected a fraction"));
-  CHECK(contains(bad(std::numeric_limits<double>::quiet_NaN(), 0.1),
-                 "field 'split.train_fraction' = nan"));
-  CHECK(contains(bad(0.5, -1.0),
-                 "field 'split.validation_fraction' = -1: expected a fraction in [0, 1]"));
-  CHECK(contains(bad(0.8, 0.3),
-                 "field 'split.validation_fraction' = 0.29999999999999999: "
-                 "expected at most 1 - train_fraction (train_fraction = 0.8"));
+  CHECK(split_contains(bad(-0.5, 0.1),
+                       "field 'split.train_fraction' = -0.5: expected a fraction in [0, 1]"));
+  CHECK(split_contains(bad(1.5, 0.0), "field 'split.train_fraction' = 1.5: expected a fraction"));
+  CHECK(split_contains(bad(std::numeric_limits<double>::quiet_NaN(), 0.1),
+                       "field 'split.train_fraction' = nan"));
+  CHECK(split_contains(bad(0.5, -1.0),
+                       "field 'split.validation_fraction' = -1: expected a fraction in [0, 1]"));
+  CHECK(split_contains(bad(0.8, 0.3),
+                       "field 'split.validation_fraction' = 0.29999999999999999: "
+                       "expected at most 1 - train_fraction (train_fraction = 0.8"));
   CHECK(bad(0.9, 0.1) == "no error");  // exactly 1: no test part
 }

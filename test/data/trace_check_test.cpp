@@ -13,7 +13,7 @@ using embplan::data::validate_offsets;
 using embplan::data::validate_tbe_trace;
 
 template <class Body>
-std::string error_of(Body&& body) {
+std::string check_error_of(Body&& body) {
   try {
     body();
   } catch (const embplan::error& e) {
@@ -22,7 +22,7 @@ std::string error_of(Body&& body) {
   return "";
 }
 
-bool contains(const std::string& s, const std::string& part) {
+bool check_contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
@@ -44,51 +44,51 @@ TEST_CASE("trace_check: a well-formed TBE batch passes") {
 TEST_CASE("trace_check: an index out of its table names the table, position, value and rows") {
   auto bad = indices;
   bad[4] = 3;  // table 1 has 3 rows
-  auto msg = error_of([&] { validate_tbe_trace(bad, offsets, 2, rows); });
-  CHECK(contains(msg, "'indices[4]' = 3"));
-  CHECK(contains(msg, "table 1"));
-  CHECK(contains(msg, "bag 0"));
-  CHECK(contains(msg, "rows = 3"));
+  auto msg = check_error_of([&] { validate_tbe_trace(bad, offsets, 2, rows); });
+  CHECK(check_contains(msg, "'indices[4]' = 3"));
+  CHECK(check_contains(msg, "table 1"));
+  CHECK(check_contains(msg, "bag 0"));
+  CHECK(check_contains(msg, "rows = 3"));
   bad = indices;
   bad[1] = -1;
-  msg = error_of([&] { validate_tbe_trace(bad, offsets, 2, rows); });
-  CHECK(contains(msg, "'indices[1]' = -1"));
-  CHECK(contains(msg, "table 0"));
-  CHECK(contains(msg, "rows = 10"));
+  msg = check_error_of([&] { validate_tbe_trace(bad, offsets, 2, rows); });
+  CHECK(check_contains(msg, "'indices[1]' = -1"));
+  CHECK(check_contains(msg, "table 0"));
+  CHECK(check_contains(msg, "rows = 10"));
 }
 
 TEST_CASE("trace_check: offsets rules") {
   SUBCASE("size is T*B+1") {
-    const auto msg = error_of([&] { validate_tbe_trace(indices, offsets, 3, rows); });
-    CHECK(contains(msg, "'offsets.size' = 5"));
-    CHECK(contains(msg, "T*B+1 = 7"));
+    const auto msg = check_error_of([&] { validate_tbe_trace(indices, offsets, 3, rows); });
+    CHECK(check_contains(msg, "'offsets.size' = 5"));
+    CHECK(check_contains(msg, "T*B+1 = 7"));
   }
   SUBCASE("offsets[0] == 0") {
     auto bad = offsets;
     bad[0] = 1;
-    CHECK(
-        contains(error_of([&] { validate_tbe_trace(indices, bad, 2, rows); }), "'offsets[0]' = 1"));
+    CHECK(check_contains(check_error_of([&] { validate_tbe_trace(indices, bad, 2, rows); }),
+                         "'offsets[0]' = 1"));
   }
   SUBCASE("non-decreasing") {
     auto bad = offsets;
     bad[2] = 0;
-    const auto msg = error_of([&] { validate_tbe_trace(indices, bad, 2, rows); });
-    CHECK(contains(msg, "'offsets[2]' = 0"));
-    CHECK(contains(msg, "offsets[1] = 1"));
+    const auto msg = check_error_of([&] { validate_tbe_trace(indices, bad, 2, rows); });
+    CHECK(check_contains(msg, "'offsets[2]' = 0"));
+    CHECK(check_contains(msg, "offsets[1] = 1"));
   }
   SUBCASE("back() == indices.size()") {
     auto bad = offsets;
     bad[4] = 6;
     bad[3] = 6;
-    const auto msg = error_of([&] { validate_tbe_trace(indices, bad, 2, rows); });
-    CHECK(contains(msg, "'offsets[4]' = 6"));
-    CHECK(contains(msg, "the number of indices, 5"));
+    const auto msg = check_error_of([&] { validate_tbe_trace(indices, bad, 2, rows); });
+    CHECK(check_contains(msg, "'offsets[4]' = 6"));
+    CHECK(check_contains(msg, "the number of indices, 5"));
   }
   SUBCASE("batch size and rows") {
-    CHECK(contains(error_of([&] { validate_tbe_trace(indices, offsets, 0, rows); }),
-                   "'batch_size' = 0"));
+    CHECK(check_contains(check_error_of([&] { validate_tbe_trace(indices, offsets, 0, rows); }),
+                         "'batch_size' = 0"));
     const std::array<std::int64_t, 2> no_rows{10, 0};
-    CHECK(contains(error_of([&] { validate_tbe_trace(indices, offsets, 2, no_rows); }),
-                   "'rows[1]' = 0"));
+    CHECK(check_contains(check_error_of([&] { validate_tbe_trace(indices, offsets, 2, no_rows); }),
+                         "'rows[1]' = 0"));
   }
 }

@@ -32,7 +32,7 @@ using embplan::data::trace_options;
 using embplan::data::detail::l1_distance;
 
 template <class Body>
-std::string error_of(Body&& body) {
+std::string trace_error_of(Body&& body) {
   try {
     body();
   } catch (const embplan::error& e) {
@@ -306,24 +306,27 @@ TEST_CASE("trace: TBE layout concatenates per-table traces with derived seeds") 
 
 TEST_CASE("trace: bad options and specs name the field and the value") {
   const auto spec = make_spec(1000, 2.0, spread_hist());
-  auto msg = error_of([&] { (void)generate_trace(spec, {.batch_size = 0}); });
+  auto msg = trace_error_of([&] { (void)generate_trace(spec, {.batch_size = 0}); });
   CHECK(msg.find("'batch_size' = 0") != std::string::npos);
-  msg = error_of([&] { (void)generate_tbe_trace(std::vector{spec}, {.batch_size = -3}); });
+  msg = trace_error_of([&] { (void)generate_tbe_trace(std::vector{spec}, {.batch_size = -3}); });
   CHECK(msg.find("'batch_size' = -3") != std::string::npos);
 
   auto bad = spec;
   bad.rows = 0;
-  msg = error_of([&] { (void)generate_trace(bad); });
+  msg = trace_error_of([&] { (void)generate_trace(bad); });
   CHECK(msg.find("'t.rows' = 0") != std::string::npos);
   bad = spec;
   bad.pooling_factor = -1.0;
-  msg = error_of([&] { (void)generate_tbe_trace(std::vector{spec, bad}, {.batch_size = 8}); });
+  msg = trace_error_of([&] {
+    (void)generate_tbe_trace(std::vector{spec, bad}, {.batch_size = 8});
+  });
   CHECK(msg.find("'tables[1].pooling_factor' = -1") != std::string::npos);
   bad = spec;
   bad.pooling_factor = std::numeric_limits<double>::quiet_NaN();
-  CHECK(error_of([&] { (void)generate_trace(bad); }).find("pooling_factor") != std::string::npos);
+  CHECK(trace_error_of([&] { (void)generate_trace(bad); }).find("pooling_factor") !=
+        std::string::npos);
   bad = spec;
   bad.reuse_hist[3] = -0.5;
-  msg = error_of([&] { (void)generate_trace(bad); });
+  msg = trace_error_of([&] { (void)generate_trace(bad); });
   CHECK(msg.find("'t.bin_3' = -0.5") != std::string::npos);
 }

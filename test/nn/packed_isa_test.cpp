@@ -56,7 +56,7 @@ std::vector<float> random_floats(std::size_t n, embplan::rng& gen) {
   return v;
 }
 
-matrix random_features(Eigen::Index rows, Eigen::Index cols, embplan::rng& gen) {
+matrix isa_random_features(Eigen::Index rows, Eigen::Index cols, embplan::rng& gen) {
   matrix x(rows, cols);
   for (auto& v : x.reshaped())
     v = static_cast<float>(gen.uniform(-4.0, 4.0));
@@ -65,7 +65,7 @@ matrix random_features(Eigen::Index rows, Eigen::Index cols, embplan::rng& gen) 
 }
 
 // A net with random weights and a normaliser with one std 0 (divide by 1).
-compute_cost_net random_net(const compute_cost_net_options& o, std::uint64_t seed) {
+compute_cost_net isa_random_net(const compute_cost_net_options& o, std::uint64_t seed) {
   compute_cost_net net(o, seed);
   embplan::rng gen(seed + 100);
   for (auto& v : net.feature_norm.mean.reshaped())
@@ -117,10 +117,10 @@ TEST_CASE("packed net: every kernel gives the scalar kernel's floats, bit for bi
   for (std::size_t s = 0; s < shapes.size(); ++s) {
     CAPTURE(s);
     const net_shape& shape = shapes[s];
-    compute_cost_net net = random_net({.table_features = shape.features,
-                                       .table_mlp_sizes = shape.table,
-                                       .pred_mlp_sizes = shape.head},
-                                      s + 1);
+    compute_cost_net net = isa_random_net({.table_features = shape.features,
+                                           .table_mlp_sizes = shape.table,
+                                           .pred_mlp_sizes = shape.head},
+                                          s + 1);
     net.c_hidden.relu_after_last = shape.relu_after_last;
     const packed_compute_cost_net scalar(net, simd_kernel::scalar);
     const std::size_t size = scalar.term_size();
@@ -131,11 +131,11 @@ TEST_CASE("packed net: every kernel gives the scalar kernel's floats, bit for bi
       // Row counts across the register blocks (12 / 6 rows) and chunks (16 rows).
       for (const Eigen::Index rows : {0, 1, 2, 3, 5, 6, 7, 11, 12, 13, 16, 17, 24, 25, 40, 100}) {
         CAPTURE(rows);
-        const matrix x = random_features(rows, shape.features, gen);
+        const matrix x = isa_random_features(rows, shape.features, gen);
         CHECK(bits(packed(x)) == bits(scalar(x)));
         // A block of a wider matrix (outer stride past the row).
         if (rows > 0) {
-          const matrix wider = random_features(rows, shape.features + 5, gen);
+          const matrix wider = isa_random_features(rows, shape.features + 5, gen);
           const auto block = wider.leftCols(shape.features);
           CHECK(bits(packed(block)) == bits(scalar(block)));
         }
@@ -145,7 +145,7 @@ TEST_CASE("packed net: every kernel gives the scalar kernel's floats, bit for bi
       std::vector<float> a(size), b(size);
       for (int trial = 0; trial < 50; ++trial) {
         CAPTURE(trial);
-        const matrix row = random_features(1, shape.features, gen);
+        const matrix row = isa_random_features(1, shape.features, gen);
         packed.term(row.data(), a.data());
         scalar.term(row.data(), b.data());
         for (std::size_t i = 0; i < size; ++i)

@@ -17,7 +17,7 @@ namespace io = embplan::io;
 
 namespace {
 
-std::string message_of(auto&& f) {
+std::string serialize_message_of(auto&& f) {
   try {
     f();
   } catch (const embplan::error& e) {
@@ -69,7 +69,7 @@ TEST_CASE("missing and unexpected tensor names are listed together") {
   file.tensors["head.2.weight"] = file.tensors.at("head.0.weight");
   file.source = "m.safetensors";
   nn::mlp m({.sizes = {3, 4, 1}, .naming = nn::mlp_naming::module_list});
-  const auto msg = message_of([&] { nn::load_state_dict(m, file, "head"); });
+  const auto msg = serialize_message_of([&] { nn::load_state_dict(m, file, "head"); });
   CHECK(msg.find("m.safetensors") != std::string::npos);
   CHECK(msg.find("missing [head.1.bias]") != std::string::npos);
   CHECK(msg.find("unexpected [head.2.weight]") != std::string::npos);
@@ -83,7 +83,7 @@ TEST_CASE("a shape that contradicts the architecture names tensor, shapes and fi
   auto file = nn::state_dict(small_mlp(2));
   file.source = "arch.safetensors";
   nn::mlp wider({.sizes = {3, 5, 1}, .naming = nn::mlp_naming::module_list});
-  const auto msg = message_of([&] { nn::load_state_dict(wider, file); });
+  const auto msg = serialize_message_of([&] { nn::load_state_dict(wider, file); });
   CHECK(msg.find("arch.safetensors") != std::string::npos);
   CHECK(msg.find("tensors[\"0.weight\"].shape") != std::string::npos);
   CHECK(msg.find("[4, 3]") != std::string::npos);
@@ -92,7 +92,8 @@ TEST_CASE("a shape that contradicts the architecture names tensor, shapes and fi
   file = nn::state_dict(small_mlp(2));
   file.tensors.at("0.bias").shape = {4, 1};
   nn::mlp same({.sizes = {3, 4, 1}, .naming = nn::mlp_naming::module_list});
-  CHECK(message_of([&] { nn::load_state_dict(same, file); }).find("[4, 1]") != std::string::npos);
+  CHECK(serialize_message_of([&] { nn::load_state_dict(same, file); }).find("[4, 1]") !=
+        std::string::npos);
 }
 
 TEST_CASE("NaN / Inf weights and integer dtypes are refused with the tensor name") {
@@ -100,18 +101,19 @@ TEST_CASE("NaN / Inf weights and integer dtypes are refused with the tensor name
   file.tensors.at("1.weight").values[2] = std::numeric_limits<float>::quiet_NaN();
   nn::mlp m({.sizes = {3, 4, 1}, .naming = nn::mlp_naming::module_list});
   const nn::mlp before = m;
-  auto msg = message_of([&] { nn::load_state_dict(m, file); });
+  auto msg = serialize_message_of([&] { nn::load_state_dict(m, file); });
   CHECK(msg.find("tensors[\"1.weight\"][2]") != std::string::npos);
   CHECK(msg.find("nan") != std::string::npos);
   CHECK(m.layers[0].weight == before.layers[0].weight);  // nothing written on failure
 
   file = nn::state_dict(small_mlp(3));
   file.tensors.at("0.bias").values[0] = std::numeric_limits<float>::infinity();
-  CHECK(message_of([&] { nn::load_state_dict(m, file); }).find("0.bias") != std::string::npos);
+  CHECK(serialize_message_of([&] { nn::load_state_dict(m, file); }).find("0.bias") !=
+        std::string::npos);
 
   file = nn::state_dict(small_mlp(3));
   file.tensors.at("0.bias").dtype = "I64";
-  msg = message_of([&] { nn::load_state_dict(m, file); });
+  msg = serialize_message_of([&] { nn::load_state_dict(m, file); });
   CHECK(msg.find("0.bias\"].dtype' = \"I64\"") != std::string::npos);
 }
 
@@ -129,7 +131,7 @@ TEST_CASE("the papers' checkpoints load under their PyTorch names") {
   CHECK(autoshard.core.layers[1].bias_hh.cols() == 256);
   // A DreamShard model built for another device count does not load.
   nn::dreamshard_model eight(21, 8);
-  CHECK(message_of([&] {
+  CHECK(serialize_message_of([&] {
           nn::load_state_dict(eight, file, "dreamshard");
         }).find("dreamshard.value_net.weight") != std::string::npos);
 
@@ -152,20 +154,20 @@ TEST_CASE("declared sizes the file's weights do not hold are refused, naming the
     return nn::mlp::weight_shapes(
         {.sizes = std::move(sizes), .naming = nn::mlp_naming::module_list});
   };
-  CHECK(message_of([&] {
+  CHECK(serialize_message_of([&] {
           nn::require_declared_weights(file, declared({3, 4, 1}), "meta.sizes", "3,4,1");
         }).empty());
-  auto msg = message_of([&] {
+  auto msg = serialize_message_of([&] {
     nn::require_declared_weights(file, declared({3, 1000000, 1}), "meta.sizes", "3,1000000,1");
   });
   CHECK(msg.find("'meta.sizes' = \"3,1000000,1\"") != std::string::npos);
   CHECK(msg.find("tensors[\"0.weight\"] has shape [4, 3], not [1000000, 3]") != std::string::npos);
-  msg = message_of([&] {
+  msg = serialize_message_of([&] {
     nn::require_declared_weights(file, declared({3, 4, 5, 1}), "meta.sizes", "3,4,5,1");
   });
   CHECK(msg.find("'meta.sizes' = \"3,4,5,1\"") != std::string::npos);
   CHECK(msg.find("tensors[\"1.weight\"] has shape [1, 4], not [5, 4]") != std::string::npos);
-  msg = message_of([&] {
+  msg = serialize_message_of([&] {
     nn::require_declared_weights(file, declared({3, 4, 1, 1}), "meta.sizes", "3,4,1,1");
   });
   CHECK(msg.find("tensors[\"2.weight\"], shape [1, 1], is missing") != std::string::npos);

@@ -28,7 +28,7 @@ embplan::task sample_task(std::uint64_t seed, std::size_t tables, std::size_t de
                                           .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
 }
 
-constexpr embplan::column_beam small{.candidates = 4, .width = 2, .steps = 3, .grid = 5};
+constexpr embplan::column_beam small_ls_beam{.candidates = 4, .width = 2, .steps = 3, .grid = 5};
 
 }  // namespace
 
@@ -40,8 +40,8 @@ TEST_CASE("local search is never worse than the plan it starts from, and often b
   for (std::uint64_t seed = 0; seed < 6; ++seed) {
     CAPTURE(seed);
     const auto t = sample_task(seed, 15 + 3 * seed, seed % 2 ? 8 : 4);
-    const auto start = small.search(t, model, rule, reward, 0);
-    const auto r = embplan::local_search<embplan::column_beam>{.start = small}.search(
+    const auto start = small_ls_beam.search(t, model, rule, reward, 0);
+    const auto r = embplan::local_search<embplan::column_beam>{.start = small_ls_beam}.search(
         t, model, rule, reward, 0);
     REQUIRE(start.ok);
     REQUIRE(r.ok);
@@ -70,9 +70,9 @@ TEST_CASE("local search: max_moves = 0 returns the start; negative is rejected")
   const embplan::analytic_cost model;
   const embplan::default_constraint rule;
   const embplan::neg_max_cost_reward reward;
-  const auto start = small.search(t, model, rule, reward, 0);
+  const auto start = small_ls_beam.search(t, model, rule, reward, 0);
   const auto same =
-      embplan::local_search<embplan::column_beam>{.start = small, .max_moves = 0}.search(
+      embplan::local_search<embplan::column_beam>{.start = small_ls_beam, .max_moves = 0}.search(
           t, model, rule, reward, 0);
   REQUIRE(same.ok);
   CHECK(embplan::evaluate(t, same.placement, model).max_ms() ==
@@ -123,7 +123,7 @@ TEST_CASE("local search: a task no split can fit fails naming both attempts") {
   t.tables[0].weight_dtype = embplan::dtype::fp32;
   const embplan::analytic_cost model;
   const embplan::default_constraint rule;
-  const auto r = embplan::local_search<embplan::column_beam>{.start = small}.search(
+  const auto r = embplan::local_search<embplan::column_beam>{.start = small_ls_beam}.search(
       t, model, rule, embplan::neg_max_cost_reward{}, 0);
   REQUIRE_FALSE(r.ok);
   CHECK(r.failure.find("fits on no device") != std::string::npos);
@@ -136,7 +136,7 @@ TEST_CASE("local search: destinations bounds the devices a piece may go to") {
   const embplan::default_constraint rule;
   const embplan::neg_max_cost_reward reward;
   const auto t = sample_task(11, 60, 24);
-  const auto start = small.search(t, model, rule, reward, 0);
+  const auto start = small_ls_beam.search(t, model, rule, reward, 0);
   REQUIRE(start.ok);
   const auto shards_of = [](const embplan::search_result& r) {
     std::vector<std::tuple<std::uint32_t, std::int32_t, std::int32_t, std::uint32_t>> out;
@@ -146,11 +146,11 @@ TEST_CASE("local search: destinations bounds the devices a piece may go to") {
   };
   // At least the device count: every device is tried, whatever the number.
   const auto all =
-      embplan::local_search<embplan::column_beam>{.start = small, .destinations = 24}.search(
-          t, model, rule, reward, 0);
+      embplan::local_search<embplan::column_beam>{.start = small_ls_beam, .destinations = 24}
+          .search(t, model, rule, reward, 0);
   const auto huge =
-      embplan::local_search<embplan::column_beam>{.start = small, .destinations = 1 << 30}.search(
-          t, model, rule, reward, 0);
+      embplan::local_search<embplan::column_beam>{.start = small_ls_beam, .destinations = 1 << 30}
+          .search(t, model, rule, reward, 0);
   REQUIRE(all.ok);
   REQUIRE(huge.ok);
   CHECK(shards_of(all) == shards_of(huge));
@@ -158,8 +158,8 @@ TEST_CASE("local search: destinations bounds the devices a piece may go to") {
   for (const std::int32_t few : {1, 2, 4}) {
     CAPTURE(few);
     const auto r =
-        embplan::local_search<embplan::column_beam>{.start = small, .destinations = few}.search(
-            t, model, rule, reward, 0);
+        embplan::local_search<embplan::column_beam>{.start = small_ls_beam, .destinations = few}
+            .search(t, model, rule, reward, 0);
     REQUIRE(r.ok);
     CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
     CHECK(embplan::evaluate(t, r.placement, model).max_ms() <=

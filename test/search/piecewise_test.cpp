@@ -26,7 +26,7 @@ namespace {
 using embplan::search::detail::multiset_key;
 using embplan::search::detail::piece_key;
 
-const embplan::neural_cost& bundled() {
+const embplan::neural_cost& bundled_model() {
   static const auto m = embplan::neural_cost::load(std::string(EMBPLAN_SOURCE_DIR) +
                                                    "/data/cost/cpu_compute_model.safetensors");
   return m;
@@ -144,7 +144,7 @@ TEST_CASE("packed net: finish(start + row terms in order) is bitwise operator(),
 
 TEST_CASE("neural piecewise path is bitwise neural_cost::compute on random groups") {
   using pw = embplan::search::piecewise_compute<embplan::neural_cost>;
-  const auto& model = bundled();
+  const auto& model = bundled_model();
   REQUIRE(pw::usable(model));
   const auto t = search_task(5, 24, 2);
   const embplan::search::detail::device_kinds kinds(t);
@@ -192,9 +192,9 @@ TEST_CASE("neuroshard search: the same plan with and without the piecewise path"
         beam.search(t, whole_groups<embplan::analytic_cost>{&analytic}, rule, reward, 0);
     CHECK(a.ok == a_ref.ok);
     CHECK(a.placement == a_ref.placement);
-    const auto n = beam.search(t, bundled(), rule, reward, 0);
+    const auto n = beam.search(t, bundled_model(), rule, reward, 0);
     const auto n_ref =
-        beam.search(t, whole_groups<embplan::neural_cost>{&bundled()}, rule, reward, 0);
+        beam.search(t, whole_groups<embplan::neural_cost>{&bundled_model()}, rule, reward, 0);
     CHECK(n.ok == n_ref.ok);
     CHECK(n.placement == n_ref.placement);
     if (seed == 0) {

@@ -37,8 +37,8 @@ std::vector<std::size_t> devices_of(const embplan::plan& p) {
 
 // Random tasks with tight, uneven memory: `fill` is the share of the cluster's
 // memory the tables need; devices differ in capacity and bandwidth.
-embplan::task random_task(std::uint64_t seed, std::size_t tables, std::size_t devices,
-                          double fill) {
+embplan::task greedy_random_task(std::uint64_t seed, std::size_t tables, std::size_t devices,
+                                 double fill) {
   embplan::rng gen(seed);
   embplan::task t;
   t.cluster = embplan::uniform_topology(devices);
@@ -139,7 +139,7 @@ TEST_CASE("sorted greedy equals the plain O(T x D) algorithm on random tight tas
   int infeasible = 0;
   int memory_mattered = 0;
   for (std::uint64_t seed = 0; seed < 24; ++seed) {
-    const auto t = random_task(seed, 200, 16, 0.85 + 0.05 * static_cast<double>(seed % 4));
+    const auto t = greedy_random_task(seed, 200, 16, 0.85 + 0.05 * static_cast<double>(seed % 4));
     const auto check = [&](const auto& model, const auto& rule) {
       const auto [ok, expected] = reference_greedy(t, model, rule);
       const auto r = embplan::sorted_greedy{}.search(t, model, rule, embplan::balance_reward{}, 0);

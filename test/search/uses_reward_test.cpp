@@ -106,7 +106,8 @@ static_assert(!embplan::searcher_uses_reward<silent_searcher>);
 static_assert(embplan::searcher_uses_reward<claiming_searcher>);
 
 // Small beam: the tests run under ASan at -O1.
-constexpr embplan::column_beam small{.candidates = 4, .width = 2, .steps = 4, .grid = 5};
+constexpr embplan::column_beam small_reward_beam{
+    .candidates = 4, .width = 2, .steps = 4, .grid = 5};
 
 embplan::task task_of(std::uint64_t seed) {
   return search_task(seed, 10 + 2 * seed, seed % 2 ? 8 : 4);
@@ -114,7 +115,7 @@ embplan::task task_of(std::uint64_t seed) {
 
 // How `reward` scores `p`, on the figures the searcher gives it: evaluate()'s.
 template <class Reward>
-double score_of(const embplan::task& t, const embplan::plan& p, const Reward& reward) {
+double reward_score_of(const embplan::task& t, const embplan::plan& p, const Reward& reward) {
   return reward.score(t, embplan::evaluate(t, p, embplan::analytic_cost{}));
 }
 
@@ -174,7 +175,7 @@ int check_never_below(const Searcher& s, const Reward& reward, Score score) {
 }
 
 constexpr auto by_evaluate = [](const auto& t, const auto& p, const auto& r) {
-  return score_of(t, p, r);
+  return reward_score_of(t, p, r);
 };
 constexpr auto by_perf = [](const auto& t, const auto& p, const auto& r) {
   return perf_score_of(t, p, r);
@@ -194,14 +195,14 @@ TEST_CASE("grid_greedy optimises the reward among the grid's plans") {
 TEST_CASE("column_beam ranks its states and plans by the reward") {
   for (const std::uint64_t seed : {2u, 4u}) {
     CAPTURE(seed);
-    check_steered(small, task_of(seed), embplan::balance_reward{}, by_evaluate);
-    check_steered(small, task_of(seed), slowest_plan_reward{}, by_evaluate);
-    check_steered(small, task_of(seed), light_device_zero_reward{}, by_evaluate);
+    check_steered(small_reward_beam, task_of(seed), embplan::balance_reward{}, by_evaluate);
+    check_steered(small_reward_beam, task_of(seed), slowest_plan_reward{}, by_evaluate);
+    check_steered(small_reward_beam, task_of(seed), light_device_zero_reward{}, by_evaluate);
   }
 }
 
 TEST_CASE("local_search climbs the reward, from any start") {
-  const embplan::local_search<embplan::column_beam> from_beam{.start = small};
+  const embplan::local_search<embplan::column_beam> from_beam{.start = small_reward_beam};
   const embplan::local_search<embplan::sorted_greedy> from_greedy{};
   for (const std::uint64_t seed : {2u, 4u}) {
     CAPTURE(seed);
@@ -282,8 +283,8 @@ TEST_CASE("a reward's promise to decrease in max cost only saves work: same plan
     CAPTURE(seed);
     const auto t = task_of(seed);
     same(embplan::grid_greedy{}, t);
-    same(small, t);
-    same(embplan::local_search<embplan::column_beam>{.start = small}, t);
+    same(small_reward_beam, t);
+    same(embplan::local_search<embplan::column_beam>{.start = small_reward_beam}, t);
     same(embplan::local_search<embplan::sorted_greedy>{}, t);
     same(embplan::torchrec_like{}, t);
     same(embplan::random_search{.budget = 10}, t);
