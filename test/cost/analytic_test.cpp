@@ -10,6 +10,8 @@
 #include "embplan/core/random.hpp"
 #include "embplan/cost/evaluate.hpp"
 
+#include "support/message_of.hpp"
+
 namespace {
 
 // One device with round bandwidths: 100 GB/s = 1e8 bytes/ms DRAM, 1e9 cache.
@@ -30,15 +32,6 @@ embplan::task small_task(int tables = 1) {
     t.tables.push_back(s);
   }
   return t;
-}
-
-std::string analytic_message_of(auto&& f) {
-  try {
-    f();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return {};
 }
 
 }  // namespace
@@ -226,21 +219,21 @@ TEST_CASE("one device has no communication") {
 TEST_CASE("bad options and spans name the field and the value") {
   const auto t = small_task();
   const auto s = embplan::whole_table(t, 0, 0);
-  const auto sector = analytic_message_of(
+  const auto sector = embplan::test::message_of(
       [&] { (void)embplan::analytic_cost{{.sector_bytes = 0}}.shard_cost(t, s); });
   CHECK(sector.find("analytic_cost.sector_bytes' = 0") != std::string::npos);
-  const auto backward = analytic_message_of([&] {
+  const auto backward = embplan::test::message_of([&] {
     const std::vector<embplan::shard> g{s};
     (void)embplan::analytic_cost{{.backward_factor = -1.5}}.compute(t, g, 0);
   });
   CHECK(backward.find("analytic_cost.backward_factor' = -1.5") != std::string::npos);
-  const auto launch = analytic_message_of(
+  const auto launch = embplan::test::message_of(
       [&] { (void)embplan::analytic_cost{{.kernel_launch_ms = NAN}}.shard_cost(t, s); });
   CHECK(launch.find("analytic_cost.kernel_launch_ms' = nan") != std::string::npos);
   const auto device =
-      analytic_message_of([&] { (void)embplan::analytic_cost{}.compute(t, {}, 3); });
+      embplan::test::message_of([&] { (void)embplan::analytic_cost{}.compute(t, {}, 3); });
   CHECK(device.find("field 'device' = 3") != std::string::npos);
-  const auto length = analytic_message_of([&] {
+  const auto length = embplan::test::message_of([&] {
     const std::vector<std::int64_t> dims{1, 2};
     const std::vector<double> start{0.0};
     std::vector<embplan::comm_cost> out(1);
@@ -297,7 +290,7 @@ TEST_CASE("the per-lookup overhead must be a finite time >= 0") {
   const auto t = small_task();
   const embplan::analytic_cost bad{{.lookup_overhead_ns = -1.0}};
   const auto msg =
-      analytic_message_of([&] { (void)bad.shard_cost(t, embplan::whole_table(t, 0, 0)); });
+      embplan::test::message_of([&] { (void)bad.shard_cost(t, embplan::whole_table(t, 0, 0)); });
   CHECK(msg.find("analytic_cost.lookup_overhead_ns") != std::string::npos);
   CHECK(msg.find("-1") != std::string::npos);
 }

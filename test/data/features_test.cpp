@@ -12,6 +12,8 @@
 #include "embplan/data/trace.hpp"
 #include "embplan/io/npy.hpp"
 
+#include "support/message_of.hpp"
+
 namespace {
 
 using embplan::reuse_histogram;
@@ -19,16 +21,6 @@ using embplan::table_spec;
 using embplan::data::extract_table_spec;
 using embplan::data::extract_tbe_specs;
 using embplan::data::feature_options;
-
-template <class Body>
-std::string error_of(Body&& body) {
-  try {
-    body();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -147,38 +139,40 @@ TEST_CASE("features: bad traces name the field and the value") {
   const std::vector<std::int64_t> indices{1, 2, 3};
   SUBCASE("offsets decreasing") {
     const std::vector<std::int64_t> offsets{0, 2, 1, 3};
-    const auto msg = error_of([&] { (void)extract_table_spec(indices, offsets); });
+    const auto msg = embplan::test::message_of([&] { (void)extract_table_spec(indices, offsets); });
     CHECK(contains(msg, "'offsets[2]' = 1"));
     CHECK(contains(msg, "non-decreasing"));
   }
   SUBCASE("offsets not starting at 0") {
     const std::vector<std::int64_t> offsets{1, 2, 3};
-    CHECK(contains(error_of([&] { (void)extract_table_spec(indices, offsets); }),
+    CHECK(contains(embplan::test::message_of([&] { (void)extract_table_spec(indices, offsets); }),
                    "'offsets[0]' = 1"));
   }
   SUBCASE("offsets.back() is not the number of indices") {
     const std::vector<std::int64_t> offsets{0, 1, 2};
-    const auto msg = error_of([&] { (void)extract_table_spec(indices, offsets); });
+    const auto msg = embplan::test::message_of([&] { (void)extract_table_spec(indices, offsets); });
     CHECK(contains(msg, "'offsets[2]' = 2"));
     CHECK(contains(msg, "the number of indices, 3"));
   }
   SUBCASE("no bags") {
     const std::vector<std::int64_t> offsets{0};
-    CHECK(contains(error_of([&] { (void)extract_table_spec({}, offsets); }), "'offsets.size' = 1"));
+    CHECK(contains(embplan::test::message_of([&] { (void)extract_table_spec({}, offsets); }),
+                   "'offsets.size' = 1"));
   }
   SUBCASE("negative index") {
     const std::vector<std::int64_t> bad{1, -7, 3};
     const std::vector<std::int64_t> offsets{0, 3};
-    CHECK(contains(error_of([&] { (void)extract_table_spec(bad, offsets); }), "'indices[1]' = -7"));
+    CHECK(contains(embplan::test::message_of([&] { (void)extract_table_spec(bad, offsets); }),
+                   "'indices[1]' = -7"));
     // In a TBE batch the position is the one in the flat array.
     const std::vector<std::int64_t> tbe{1, 2, 3, -4};
     const std::vector<std::int64_t> tbe_offsets{0, 2, 4};
-    CHECK(contains(error_of([&] { (void)extract_tbe_specs(tbe, tbe_offsets, 2); }),
+    CHECK(contains(embplan::test::message_of([&] { (void)extract_tbe_specs(tbe, tbe_offsets, 2); }),
                    "'indices[3]' = -4"));
   }
   SUBCASE("min_rows") {
     const std::vector<std::int64_t> offsets{0, 3};
-    CHECK(contains(error_of([&] {
+    CHECK(contains(embplan::test::message_of([&] {
                      (void)extract_table_spec(indices, offsets,
                                               {.min_rows = 0, .dim = 0, .name = ""});
                    }),
@@ -186,14 +180,15 @@ TEST_CASE("features: bad traces name the field and the value") {
   }
   SUBCASE("TBE sizes") {
     const std::vector<std::int64_t> offsets{0, 1, 2, 3};  // 3 bags: not T*B for T = 2
-    auto msg = error_of([&] { (void)extract_tbe_specs(indices, offsets, 2); });
+    auto msg = embplan::test::message_of([&] { (void)extract_tbe_specs(indices, offsets, 2); });
     CHECK(contains(msg, "'offsets.size' = 4"));
     CHECK(contains(msg, "T*B+1"));
-    CHECK(
-        contains(error_of([&] { (void)extract_tbe_specs(indices, offsets, 0); }), "'tables' = 0"));
+    CHECK(contains(embplan::test::message_of([&] { (void)extract_tbe_specs(indices, offsets, 0); }),
+                   "'tables' = 0"));
     const std::vector<std::int64_t> ok{0, 1, 3};
     const std::array<std::int32_t, 3> dims{4, 4, 4};
-    CHECK(contains(error_of([&] { (void)extract_tbe_specs(indices, ok, 2, dims); }),
-                   "'dims.size' = 3"));
+    CHECK(
+        contains(embplan::test::message_of([&] { (void)extract_tbe_specs(indices, ok, 2, dims); }),
+                 "'dims.size' = 3"));
   }
 }

@@ -19,6 +19,8 @@
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/trace_check.hpp"
 
+#include "support/message_of.hpp"
+
 namespace {
 
 using embplan::reuse_bin_count;
@@ -30,16 +32,6 @@ using embplan::data::generate_tbe_trace;
 using embplan::data::generate_trace;
 using embplan::data::trace_options;
 using embplan::data::detail::l1_distance;
-
-template <class Body>
-std::string trace_error_of(Body&& body) {
-  try {
-    body();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 table_spec make_spec(std::int64_t rows, double pf, reuse_histogram hist) {
   table_spec t;
@@ -306,27 +298,28 @@ TEST_CASE("trace: TBE layout concatenates per-table traces with derived seeds") 
 
 TEST_CASE("trace: bad options and specs name the field and the value") {
   const auto spec = make_spec(1000, 2.0, spread_hist());
-  auto msg = trace_error_of([&] { (void)generate_trace(spec, {.batch_size = 0}); });
+  auto msg = embplan::test::message_of([&] { (void)generate_trace(spec, {.batch_size = 0}); });
   CHECK(msg.find("'batch_size' = 0") != std::string::npos);
-  msg = trace_error_of([&] { (void)generate_tbe_trace(std::vector{spec}, {.batch_size = -3}); });
+  msg = embplan::test::message_of(
+      [&] { (void)generate_tbe_trace(std::vector{spec}, {.batch_size = -3}); });
   CHECK(msg.find("'batch_size' = -3") != std::string::npos);
 
   auto bad = spec;
   bad.rows = 0;
-  msg = trace_error_of([&] { (void)generate_trace(bad); });
+  msg = embplan::test::message_of([&] { (void)generate_trace(bad); });
   CHECK(msg.find("'t.rows' = 0") != std::string::npos);
   bad = spec;
   bad.pooling_factor = -1.0;
-  msg = trace_error_of([&] {
+  msg = embplan::test::message_of([&] {
     (void)generate_tbe_trace(std::vector{spec, bad}, {.batch_size = 8});
   });
   CHECK(msg.find("'tables[1].pooling_factor' = -1") != std::string::npos);
   bad = spec;
   bad.pooling_factor = std::numeric_limits<double>::quiet_NaN();
-  CHECK(trace_error_of([&] { (void)generate_trace(bad); }).find("pooling_factor") !=
+  CHECK(embplan::test::message_of([&] { (void)generate_trace(bad); }).find("pooling_factor") !=
         std::string::npos);
   bad = spec;
   bad.reuse_hist[3] = -0.5;
-  msg = trace_error_of([&] { (void)generate_trace(bad); });
+  msg = embplan::test::message_of([&] { (void)generate_trace(bad); });
   CHECK(msg.find("'t.bin_3' = -0.5") != std::string::npos);
 }

@@ -1,5 +1,7 @@
 #include "embplan/io/npy.hpp"
 
+#include "support/message_of.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -55,17 +57,6 @@ std::string i4_data(const std::vector<std::int32_t>& values) {
     for (int i = 0; i < 4; ++i)
       out += static_cast<char>((static_cast<std::uint32_t>(v) >> (8 * i)) & 0xffu);
   return out;
-}
-
-// The message of the embplan::error `body` throws ("" when it throws none).
-template <class Body>
-std::string npy_error_of(Body&& body) {
-  try {
-    body();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::filesystem::path temp_file(const std::string& name) {
@@ -187,7 +178,7 @@ TEST_CASE("npy: an int32 file read as int64 is widened, sign included") {
   CHECK(read_npy<std::int64_t>(f) == a);
   std::filesystem::remove(f);
   // Only that widening: an int64 file is not narrowed.
-  const auto msg = npy_error_of([&] {
+  const auto msg = embplan::test::message_of([&] {
     (void)parse_npy<std::int32_t>(npy_file(i8_header, i8_data({1, 2, 3})));
   });
   CHECK(msg.find("descr' = \"<i8\"") != std::string::npos);
@@ -199,52 +190,55 @@ TEST_CASE("npy: every malformed file is an embplan::error naming the field and t
   SUBCASE("bad magic") {
     auto bytes = good;
     bytes[1] = static_cast<std::byte>('X');
-    const auto msg = npy_error_of([&] { (void)parse_npy<std::int64_t>(bytes, "m.npy"); });
+    const auto msg =
+        embplan::test::message_of([&] { (void)parse_npy<std::int64_t>(bytes, "m.npy"); });
     CHECK(msg.find("m.npy: magic") != std::string::npos);
     CHECK(msg.find("\\x93XUMPY") != std::string::npos);
-    CHECK(npy_error_of([&] {
+    CHECK(embplan::test::message_of([&] {
             (void)parse_npy<std::int64_t>(as_bytes("PK\x03\x04"), "z.npy");
           }).find("z.npy: magic") != std::string::npos);
   }
   SUBCASE("unsupported version") {
-    const auto msg =
-        npy_error_of([&] { (void)parse_npy<std::int64_t>(npy_file(i8_header, "", 4), "v.npy"); });
+    const auto msg = embplan::test::message_of(
+        [&] { (void)parse_npy<std::int64_t>(npy_file(i8_header, "", 4), "v.npy"); });
     CHECK(msg.find("v.npy: version") != std::string::npos);
     CHECK(msg.find("\"4.0\"") != std::string::npos);
     auto minor = good;
     minor[7] = std::byte{1};
-    CHECK(npy_error_of([&] { (void)parse_npy<std::int64_t>(minor); }).find("\"1.1\"") !=
-          std::string::npos);
+    CHECK(embplan::test::message_of([&] {
+            (void)parse_npy<std::int64_t>(minor);
+          }).find("\"1.1\"") != std::string::npos);
   }
   SUBCASE("too short for a preamble") {
-    const auto msg =
-        npy_error_of([&] { (void)parse_npy<std::int64_t>(as_bytes("\x93NUMPY\x01"), "s.npy"); });
+    const auto msg = embplan::test::message_of(
+        [&] { (void)parse_npy<std::int64_t>(as_bytes("\x93NUMPY\x01"), "s.npy"); });
     CHECK(msg.find("s.npy: size_bytes") != std::string::npos);
     CHECK(msg.find("= 7") != std::string::npos);
   }
   SUBCASE("header length past the end of the file") {
     const auto bytes = npy_file(i8_header, "", 1, 5000);
-    const auto msg = npy_error_of([&] { (void)parse_npy<std::int64_t>(bytes, "h.npy"); });
+    const auto msg =
+        embplan::test::message_of([&] { (void)parse_npy<std::int64_t>(bytes, "h.npy"); });
     CHECK(msg.find("h.npy: header_length") != std::string::npos);
     CHECK(msg.find("5000") != std::string::npos);
     CHECK(msg.find("truncated") != std::string::npos);
   }
   SUBCASE("wrong dtype names the expected and the found descr") {
     const std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }\n";
-    const auto msg = npy_error_of(
+    const auto msg = embplan::test::message_of(
         [&] { (void)parse_npy<std::int64_t>(npy_file(h, std::string(12, '\0')), "d.npy"); });
     CHECK(msg.find("d.npy: descr") != std::string::npos);
     CHECK(msg.find("\"<f4\"") != std::string::npos);
     CHECK(msg.find("'<i8'") != std::string::npos);
     // Not even float64 -> float32: that would round silently.
     const std::string f8 = "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n";
-    CHECK(npy_error_of([&] {
+    CHECK(embplan::test::message_of([&] {
             (void)parse_npy<float>(npy_file(f8, std::string(8, '\0')));
           }).find("'<f4' (float32)") != std::string::npos);
   }
   SUBCASE("big-endian") {
     const std::string h = "{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }\n";
-    const auto msg = npy_error_of([&] {
+    const auto msg = embplan::test::message_of([&] {
       (void)parse_npy<std::int64_t>(npy_file(h, i8_data({1, 2, 3})), "b.npy");
     });
     CHECK(msg.find("b.npy: descr") != std::string::npos);
@@ -253,14 +247,14 @@ TEST_CASE("npy: every malformed file is an embplan::error naming the field and t
   }
   SUBCASE("fortran_order True with more than one dimension") {
     const std::string h = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }\n";
-    const auto msg = npy_error_of(
+    const auto msg = embplan::test::message_of(
         [&] { (void)parse_npy<float, 2>(npy_file(h, std::string(24, '\0')), "f.npy"); });
     CHECK(msg.find("f.npy: fortran_order") != std::string::npos);
     CHECK(msg.find("= true") != std::string::npos);
   }
   SUBCASE("a rank other than the one asked for") {
     const std::string h = "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 3), }\n";
-    const auto msg = npy_error_of([&] {
+    const auto msg = embplan::test::message_of([&] {
       (void)parse_npy<std::int64_t>(npy_file(h, i8_data({1, 2, 3})), "r.npy");
     });
     CHECK(msg.find("r.npy: shape") != std::string::npos);
@@ -268,20 +262,22 @@ TEST_CASE("npy: every malformed file is an embplan::error naming the field and t
     CHECK(msg.find("1-dimensional") != std::string::npos);
   }
   SUBCASE("truncated data, and trailing bytes") {
-    const auto msg = npy_error_of([&] {
+    const auto msg = embplan::test::message_of([&] {
       (void)parse_npy<std::int64_t>(npy_file(i8_header, i8_data({1, 2})), "t.npy");
     });
     CHECK(msg.find("t.npy: data_bytes") != std::string::npos);
     CHECK(msg.find("= 16") != std::string::npos);
     CHECK(msg.find("24 bytes") != std::string::npos);
     CHECK(msg.find("truncated") != std::string::npos);
-    CHECK(npy_error_of([&] {
+    CHECK(embplan::test::message_of([&] {
             (void)parse_npy<std::int64_t>(npy_file(i8_header, i8_data({1, 2, 3, 4})));
           }).find("trailing") != std::string::npos);
   }
   SUBCASE("malformed header dicts") {
     const auto msg_of = [&](const std::string& h) {
-      return npy_error_of([&] { (void)parse_npy<std::int64_t>(npy_file(h, i8_data({1, 2, 3}))); });
+      return embplan::test::message_of([&] {
+        (void)parse_npy<std::int64_t>(npy_file(h, i8_data({1, 2, 3})));
+      });
     };
     CHECK(msg_of("{'descr': '<i8', 'shape': (3,), }\n").find(": fortran_order' is missing") !=
           std::string::npos);
@@ -302,20 +298,22 @@ TEST_CASE("npy: every malformed file is an embplan::error naming the field and t
 
 TEST_CASE("npy: read_npy checks the file as parse_npy checks bytes") {
   SUBCASE("missing file") {
-    const auto msg = npy_error_of([] { (void)read_npy<std::int64_t>(temp_file("absent.npy")); });
+    const auto msg =
+        embplan::test::message_of([] { (void)read_npy<std::int64_t>(temp_file("absent.npy")); });
     CHECK(msg.find("field 'file'") != std::string::npos);
     CHECK(msg.find("absent.npy") != std::string::npos);
   }
   SUBCASE("truncated data and header on disk") {
     const auto f = temp_file("truncated.npy");
     write_bytes(f, npy_file(i8_header, i8_data({1, 2})));
-    CHECK(npy_error_of([&] { (void)read_npy<std::int64_t>(f); }).find("truncated") !=
+    CHECK(embplan::test::message_of([&] { (void)read_npy<std::int64_t>(f); }).find("truncated") !=
           std::string::npos);
     write_bytes(f, npy_file(i8_header, "", 1, 100000));
-    CHECK(npy_error_of([&] { (void)read_npy<std::int64_t>(f); }).find("header_length") !=
-          std::string::npos);
+    CHECK(embplan::test::message_of([&] {
+            (void)read_npy<std::int64_t>(f);
+          }).find("header_length") != std::string::npos);
     write_bytes(f, as_bytes("\x93NUM"));
-    CHECK(npy_error_of([&] { (void)read_npy<std::int64_t>(f); }).find("magic") !=
+    CHECK(embplan::test::message_of([&] { (void)read_npy<std::int64_t>(f); }).find("magic") !=
           std::string::npos);
     std::filesystem::remove(f);
   }

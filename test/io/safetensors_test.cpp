@@ -15,6 +15,8 @@
 
 #include "embplan/io/detail/half_float.hpp"
 
+#include "support/message_of.hpp"
+
 namespace {
 
 using embplan::io::parse_safetensors;
@@ -56,17 +58,6 @@ std::vector<std::byte> read_bytes(const std::filesystem::path& file) {
   for (std::size_t i = 0; i < chars.size(); ++i)
     out[i] = static_cast<std::byte>(chars[i]);
   return out;
-}
-
-// The message of the embplan::error `body` throws ("" when it throws none).
-template <class Body>
-std::string st_error_of(Body&& body) {
-  try {
-    body();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 bool same_bits(float a, float b) {
@@ -181,10 +172,10 @@ TEST_CASE("safetensors: files on disk") {
   CHECK(read_bytes(file) == serialize_safetensors(sample_file()));
 
   const auto missing = (dir / "nope.safetensors").string();
-  const auto msg = st_error_of([&] { embplan::io::read_safetensors(missing); });
+  const auto msg = embplan::test::message_of([&] { embplan::io::read_safetensors(missing); });
   CHECK(msg.find(missing) != std::string::npos);
   CHECK(msg.find("an existing safetensors file") != std::string::npos);
-  CHECK(st_error_of([&] {
+  CHECK(embplan::test::message_of([&] {
           embplan::io::read_safetensors(dir);
         }).find("a directory is not a regular file") != std::string::npos);
 }
@@ -193,7 +184,7 @@ TEST_CASE("safetensors: special files are refused, naming the path") {
   // /dev/zero was read until memory ran out.
   for (const std::string special : {"/dev/zero", "/dev/null"}) {
     if (!std::filesystem::exists(special)) continue;
-    const auto msg = st_error_of([&] { embplan::io::read_safetensors(special); });
+    const auto msg = embplan::test::message_of([&] { embplan::io::read_safetensors(special); });
     CHECK(msg.find("field 'file' = \"" + special + "\"") != std::string::npos);
     CHECK(msg.find("a safetensors file; a device, pipe or socket is not a regular file") !=
           std::string::npos);
@@ -209,7 +200,7 @@ TEST_CASE("safetensors: a deeply nested header is refused at the depth limit") {
     bytes[i] = static_cast<std::byte>((header.size() >> (8 * i)) & 0xff);
   for (const char c : header)
     bytes.push_back(static_cast<std::byte>(c));
-  const auto msg = st_error_of([&] { parse_safetensors(bytes, "deep.safetensors"); });
+  const auto msg = embplan::test::message_of([&] { parse_safetensors(bytes, "deep.safetensors"); });
   CHECK(msg.find("deep.safetensors: header: JSON nested deeper than 128 levels at byte 137") !=
         std::string::npos);
 }
@@ -346,7 +337,7 @@ TEST_CASE("golden: the NeuroShard checkpoint has ComputeCostNet's names and shap
 
 TEST_CASE("safetensors: a file shorter than the header length field") {
   const std::vector<std::byte> five(5);
-  const auto msg = st_error_of([&] { parse_safetensors(five, "tiny.safetensors"); });
+  const auto msg = embplan::test::message_of([&] { parse_safetensors(five, "tiny.safetensors"); });
   CHECK(msg.find("tiny.safetensors: size_bytes") != std::string::npos);
   CHECK(msg.find("= 5") != std::string::npos);
   CHECK(msg.find("at least 8 bytes") != std::string::npos);
@@ -355,18 +346,20 @@ TEST_CASE("safetensors: a file shorter than the header length field") {
 TEST_CASE("safetensors: a header length larger than the file") {
   const std::string header = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
   const auto lying = file_bytes(header, zeros(4), 1000);
-  const auto msg = st_error_of([&] { parse_safetensors(lying, "lying.safetensors"); });
+  const auto msg =
+      embplan::test::message_of([&] { parse_safetensors(lying, "lying.safetensors"); });
   CHECK(msg.find("lying.safetensors: header_length") != std::string::npos);
   CHECK(msg.find("= 1000") != std::string::npos);
   CHECK(msg.find("at most " + std::to_string(header.size() + 4)) != std::string::npos);
 
   const auto huge = file_bytes(header, zeros(4), std::uint64_t{1} << 63);
-  CHECK(st_error_of([&] { parse_safetensors(huge, "huge"); }).find("= 9223372036854775808") !=
-        std::string::npos);
+  CHECK(embplan::test::message_of([&] {
+          parse_safetensors(huge, "huge");
+        }).find("= 9223372036854775808") != std::string::npos);
 
   // A length that stops short of the JSON's end leaves the header unparsable.
   const auto short_length = file_bytes(header, zeros(4), 20);
-  const auto msg2 = st_error_of([&] { parse_safetensors(short_length, "short"); });
+  const auto msg2 = embplan::test::message_of([&] { parse_safetensors(short_length, "short"); });
   CHECK(msg2.find("short: header: invalid JSON") != std::string::npos);
 }
 
@@ -379,14 +372,15 @@ TEST_CASE("safetensors: a JSON or text file is not a safetensors file") {
       out.push_back(static_cast<std::byte>(c));
     return out;
   };
-  const auto msg = st_error_of([&] { parse_safetensors(as_bytes(json), "task.json"); });
+  const auto msg =
+      embplan::test::message_of([&] { parse_safetensors(as_bytes(json), "task.json"); });
   CHECK(msg.find("field 'task.json: header_length' = \"{\\n  \"nam\"") != std::string::npos);
   CHECK(msg.find("task.json is not a safetensors file: it starts with '{' (a JSON file?)") !=
         std::string::npos);
   CHECK(msg.find("truncated") == std::string::npos);
 
-  const auto text =
-      st_error_of([&] { parse_safetensors(as_bytes("  hello, world\n"), "notes.txt"); });
+  const auto text = embplan::test::message_of(
+      [&] { parse_safetensors(as_bytes("  hello, world\n"), "notes.txt"); });
   CHECK(text.find("notes.txt is not a safetensors file: it starts with 'h' (a text file?)") !=
         std::string::npos);
 
@@ -398,13 +392,15 @@ TEST_CASE("safetensors: a JSON or text file is not a safetensors file") {
     std::ofstream out(path, std::ios::binary);
     out << json;
   }
-  const auto from_file = st_error_of([&] { (void)embplan::io::read_safetensors(path); });
+  const auto from_file =
+      embplan::test::message_of([&] { (void)embplan::io::read_safetensors(path); });
   CHECK(from_file.find(path.string() + " is not a safetensors file") != std::string::npos);
 
   // A real header length that runs past the end still reads as a truncated file.
   auto cut = serialize_safetensors(sample_file());
   cut.erase(cut.begin() + 20, cut.end());
-  const auto truncated = st_error_of([&] { parse_safetensors(cut, "cut.safetensors"); });
+  const auto truncated =
+      embplan::test::message_of([&] { parse_safetensors(cut, "cut.safetensors"); });
   CHECK(truncated.find("truncated file?") != std::string::npos);
   CHECK(truncated.find("not a safetensors file") == std::string::npos);
 }
@@ -412,34 +408,35 @@ TEST_CASE("safetensors: a JSON or text file is not a safetensors file") {
 TEST_CASE("safetensors: a truncated file") {
   auto bytes = serialize_safetensors(sample_file());
   bytes.erase(bytes.end() - 3, bytes.end());
-  const auto msg = st_error_of([&] { parse_safetensors(bytes, "cut.safetensors"); });
+  const auto msg = embplan::test::message_of([&] { parse_safetensors(bytes, "cut.safetensors"); });
   CHECK(msg.find("cut.safetensors: tensors[\"t_hidden.0.weight\"].data_offsets") !=
         std::string::npos);
   CHECK(msg.find("truncated") != std::string::npos);
 
   bytes.erase(bytes.begin() + 20, bytes.end());  // inside the header
-  CHECK(st_error_of([&] { parse_safetensors(bytes, "cut2"); }).find("cut2: header_length") !=
-        std::string::npos);
+  CHECK(embplan::test::message_of([&] {
+          parse_safetensors(bytes, "cut2");
+        }).find("cut2: header_length") != std::string::npos);
 }
 
 TEST_CASE("safetensors: the header must be a JSON object of tensor entries") {
-  CHECK(st_error_of([] {
+  CHECK(embplan::test::message_of([] {
           parse_safetensors(file_bytes("[1, 2]", {}), "arr");
         }).find("field 'arr: header' = [1,2]: expected a JSON object") != std::string::npos);
-  CHECK(st_error_of([] {
+  CHECK(embplan::test::message_of([] {
           parse_safetensors(file_bytes("{\"a\": ", {}), "bad");
         }).find("bad: header: invalid JSON at byte") != std::string::npos);
-  CHECK(st_error_of([] {
+  CHECK(embplan::test::message_of([] {
           parse_safetensors(file_bytes(R"({"a": 5})", {}), "num");
         }).find("field 'num: tensors[\"a\"]' = 5: expected an object") != std::string::npos);
-  const auto missing = st_error_of([] {
+  const auto missing = embplan::test::message_of([] {
     parse_safetensors(file_bytes(R"({"a":{"dtype":"F32","data_offsets":[0,0]}})", {}), "m");
   });
   CHECK(missing.find("field 'm: tensors[\"a\"].shape' is missing") != std::string::npos);
 }
 
 TEST_CASE("safetensors: a dtype embplan does not read") {
-  const auto msg = st_error_of([] {
+  const auto msg = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}})", zeros(4)),
         "f8.safetensors");
@@ -447,20 +444,20 @@ TEST_CASE("safetensors: a dtype embplan does not read") {
   CHECK(msg.find("f8.safetensors: tensors[\"w\"].dtype") != std::string::npos);
   CHECK(msg.find("\"F8_E4M3\"") != std::string::npos);
   CHECK(msg.find("one of \"F32\", \"F16\"") != std::string::npos);
-  CHECK(st_error_of([] {
+  CHECK(embplan::test::message_of([] {
           parse_safetensors(
               file_bytes(R"({"w":{"dtype":4,"shape":[1],"data_offsets":[0,4]}})", zeros(4)), "x");
         }).find("tensors[\"w\"].dtype' = 4: expected a string") != std::string::npos);
 }
 
 TEST_CASE("safetensors: bad shapes") {
-  const auto negative = st_error_of([] {
+  const auto negative = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F32","shape":[2,-3],"data_offsets":[0,0]}})", {}), "neg");
   });
   CHECK(negative.find("field 'neg: tensors[\"w\"].shape' = [2,-3]: expected non-negative") !=
         std::string::npos);
-  const auto overflow = st_error_of([] {
+  const auto overflow = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(
             R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,2],"data_offsets":[0,0]}})", {}),
@@ -470,14 +467,14 @@ TEST_CASE("safetensors: bad shapes") {
         std::string::npos);
   CHECK(overflow.find("fits in 64 bits") != std::string::npos);
   // The element count fits, the byte count does not.
-  const auto bytes_overflow = st_error_of([] {
+  const auto bytes_overflow = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F64","shape":[4611686018427387904],"data_offsets":[0,0]}})",
                    {}),
         "big");
   });
   CHECK(bytes_overflow.find("byte size fits in 64 bits") != std::string::npos);
-  CHECK(st_error_of([] {
+  CHECK(embplan::test::message_of([] {
           parse_safetensors(
               file_bytes(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", zeros(4)),
               "frac");
@@ -485,32 +482,32 @@ TEST_CASE("safetensors: bad shapes") {
 }
 
 TEST_CASE("safetensors: offsets out of the buffer, inverted or the wrong size") {
-  const auto out_of_range = st_error_of([] {
+  const auto out_of_range = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", zeros(4)), "oob");
   });
   CHECK(out_of_range.find("field 'oob: tensors[\"w\"].data_offsets' = [0,8]") != std::string::npos);
   CHECK(out_of_range.find("within the data buffer of 4 bytes") != std::string::npos);
 
-  const auto inverted = st_error_of([] {
+  const auto inverted = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})", zeros(4)), "inv");
   });
   CHECK(inverted.find("data_offsets' = [4,0]: expected begin <= end") != std::string::npos);
 
-  const auto size = st_error_of([] {
+  const auto size = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", zeros(8)), "size");
   });
   CHECK(size.find("field 'size: tensors[\"w\"].data_offsets' = [0,8]: expected 12 bytes") !=
         std::string::npos);
 
-  const auto not_pair = st_error_of([] {
+  const auto not_pair = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", zeros(4)), "pair");
   });
   CHECK(not_pair.find("data_offsets' = [0]: expected [begin, end]") != std::string::npos);
-  CHECK(st_error_of([] {
+  CHECK(embplan::test::message_of([] {
           parse_safetensors(
               file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", zeros(4)),
               "negoff");
@@ -518,7 +515,7 @@ TEST_CASE("safetensors: offsets out of the buffer, inverted or the wrong size") 
 }
 
 TEST_CASE("safetensors: overlapping, gapped and trailing data") {
-  const auto overlap = st_error_of([] {
+  const auto overlap = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(
             R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
@@ -528,7 +525,7 @@ TEST_CASE("safetensors: overlapping, gapped and trailing data") {
   CHECK(overlap.find("field 'overlap: tensors[\"b\"].data_offsets' = [4,12]") != std::string::npos);
   CHECK(overlap.find("begin at byte 8, where tensor \"a\" ends") != std::string::npos);
 
-  const auto gap = st_error_of([] {
+  const auto gap = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(
             R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
@@ -538,7 +535,7 @@ TEST_CASE("safetensors: overlapping, gapped and trailing data") {
   CHECK(gap.find("gap: tensors[\"b\"].data_offsets' = [8,12]: expected to begin at byte 4") !=
         std::string::npos);
 
-  const auto trailing = st_error_of([] {
+  const auto trailing = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", zeros(6)), "trail");
   });
@@ -546,7 +543,7 @@ TEST_CASE("safetensors: overlapping, gapped and trailing data") {
 }
 
 TEST_CASE("safetensors: duplicate names") {
-  const auto twice = st_error_of([] {
+  const auto twice = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(
             R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
@@ -554,7 +551,7 @@ TEST_CASE("safetensors: duplicate names") {
         "dup");
   });
   CHECK(twice.find("field 'dup: tensors[\"w\"]' appears twice") != std::string::npos);
-  const auto inner = st_error_of([] {
+  const auto inner = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})",
                    zeros(4)),
@@ -564,7 +561,7 @@ TEST_CASE("safetensors: duplicate names") {
 }
 
 TEST_CASE("safetensors: a tensor entry with an unknown key is refused; metadata is free-form") {
-  const auto msg = st_error_of([] {
+  const auto msg = embplan::test::message_of([] {
     parse_safetensors(
         file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"dtpye":"F16"}})",
                    zeros(4)),
@@ -573,7 +570,7 @@ TEST_CASE("safetensors: a tensor entry with an unknown key is refused; metadata 
   CHECK(msg.find("field 'k.safetensors: tensors[\"w\"].dtpye' = \"F16\": expected a known key "
                  "(did you mean \"dtype\"?), one of \"dtype\", \"shape\", \"data_offsets\"") !=
         std::string::npos);
-  CHECK(st_error_of([] {
+  CHECK(embplan::test::message_of([] {
           parse_safetensors(
               file_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"offsets":1}})",
                          zeros(4)),
@@ -592,7 +589,7 @@ TEST_CASE("safetensors: a tensor entry with an unknown key is refused; metadata 
 }
 
 TEST_CASE("safetensors: metadata values must be strings") {
-  const auto msg = st_error_of(
+  const auto msg = embplan::test::message_of(
       [] { parse_safetensors(file_bytes(R"({"__metadata__":{"epochs":3}})", {}), "meta"); });
   CHECK(msg.find("field 'meta: __metadata__[\"epochs\"]' = 3: expected a string") !=
         std::string::npos);
@@ -606,7 +603,7 @@ TEST_CASE("safetensors: values that float32 would change are refused") {
   f.tensors["ids"] = {.dtype = "I64", .shape = {2}, .values = {1.0f, 0.0f}};
   auto bytes = serialize_safetensors(f);
   bytes[bytes.size() - 1] = std::byte{0x01};  // second I64 = 2^56
-  const auto big = st_error_of([&] { parse_safetensors(bytes, "ints"); });
+  const auto big = embplan::test::message_of([&] { parse_safetensors(bytes, "ints"); });
   CHECK(big.find("field 'ints: tensors[\"ids\"].values[1]' = 72057594037927936") !=
         std::string::npos);
   CHECK(big.find("at most 2^24") != std::string::npos);
@@ -618,7 +615,7 @@ TEST_CASE("safetensors: values that float32 would change are refused") {
   const auto bits = std::bit_cast<std::uint64_t>(huge);
   for (int i = 0; i < 8; ++i)
     dbytes[dbytes.size() - 8 + i] = static_cast<std::byte>((bits >> (8 * i)) & 0xffu);
-  const auto range = st_error_of([&] { parse_safetensors(dbytes, "f64"); });
+  const auto range = embplan::test::message_of([&] { parse_safetensors(dbytes, "f64"); });
   CHECK(range.find("field 'f64: tensors[\"x\"].values[0]' = 1.0000000000000001e+300") !=
         std::string::npos);
   CHECK(range.find("float32 range") != std::string::npos);
@@ -627,30 +624,32 @@ TEST_CASE("safetensors: values that float32 would change are refused") {
 TEST_CASE("safetensors: writing refuses what it cannot store") {
   safetensors_file f;
   f.tensors["w"] = {.dtype = "F32", .shape = {2, 2}, .values = {1, 2, 3}};
-  CHECK(st_error_of([&] {
+  CHECK(embplan::test::message_of([&] {
           serialize_safetensors(f);
         }).find("field '<output>: tensors[\"w\"].values.size' = 3: expected 4 values") !=
         std::string::npos);
   f.tensors["w"] = {.dtype = "Q4", .shape = {1}, .values = {1}};
-  CHECK(st_error_of([&] {
+  CHECK(embplan::test::message_of([&] {
           serialize_safetensors(f);
         }).find("tensors[\"w\"].dtype' = \"Q4\": expected a dtype") != std::string::npos);
   f.tensors["w"] = {.dtype = "I32", .shape = {2}, .values = {1, 1.5f}};
-  CHECK(st_error_of([&] {
+  CHECK(embplan::test::message_of([&] {
           serialize_safetensors(f);
         }).find("tensors[\"w\"].values[1]' = 1.5: expected an integer in the I32 range") !=
         std::string::npos);
   f.tensors["w"] = {.dtype = "F32", .shape = {-1}, .values = {}};
-  CHECK(st_error_of([&] {
+  CHECK(embplan::test::message_of([&] {
           serialize_safetensors(f);
         }).find("tensors[\"w\"].shape' = [-1]: expected non-negative") != std::string::npos);
   f.tensors.clear();
   f.tensors["__metadata__"] = {.dtype = "F32", .shape = {}, .values = {1}};
-  CHECK(st_error_of([&] { serialize_safetensors(f); }).find("reserved") != std::string::npos);
+  CHECK(embplan::test::message_of([&] { serialize_safetensors(f); }).find("reserved") !=
+        std::string::npos);
 
   const auto dir = std::filesystem::path(EMBPLAN_BINARY_DIR) / "safetensors_test" / "no" / "such";
   const auto target = (dir / "x.safetensors").string();
-  const auto msg = st_error_of([&] { embplan::io::write_safetensors(target, sample_file()); });
+  const auto msg =
+      embplan::test::message_of([&] { embplan::io::write_safetensors(target, sample_file()); });
   CHECK(msg.find(target) != std::string::npos);
   CHECK(msg.find("writable") != std::string::npos);
 }
@@ -664,15 +663,17 @@ TEST_CASE("require_tensor names the tensor, the shape found and the shape expect
   CHECK(embplan::io::require_tensor(f, "t_hidden.0.weight", {-1, 3}).shape ==
         std::vector<std::int64_t>{2, 3});
   CHECK(embplan::io::require_tensor(f, "scalar", {}).values == std::vector<float>{42});
-  const auto wrong = st_error_of([&] {
+  const auto wrong = embplan::test::message_of([&] {
     embplan::io::require_tensor(f, "t_hidden.0.weight", {3, 2});
   });
   CHECK(wrong ==
         "field 'model.safetensors: tensors[\"t_hidden.0.weight\"].shape' = [2,3]: expected shape "
         "[3,2]");
-  const auto rank = st_error_of([&] { embplan::io::require_tensor(f, "t_hidden.0.bias", {2, 1}); });
+  const auto rank = embplan::test::message_of([&] {
+    embplan::io::require_tensor(f, "t_hidden.0.bias", {2, 1});
+  });
   CHECK(rank.find("= [2]: expected shape [2,1]") != std::string::npos);
-  const auto missing = st_error_of([&] {
+  const auto missing = embplan::test::message_of([&] {
     embplan::io::require_tensor(f, "c_hidden.0.weight", {64, 32});
   });
   CHECK(missing ==
@@ -684,14 +685,14 @@ TEST_CASE("check_names lists every missing and every unexpected tensor in one me
   auto f = sample_file();
   f.source = "model.safetensors";
   embplan::io::check_names(f, {"t_hidden.0.weight", "t_hidden.0.bias", "scalar", "empty"});
-  const auto msg = st_error_of([&] {
+  const auto msg = embplan::test::message_of([&] {
     embplan::io::check_names(f, {"t_hidden.0.weight", "t_hidden.1.weight", "c_hidden.0.bias"});
   });
   CHECK(msg.find("model.safetensors: tensor names do not match the model:") != std::string::npos);
   CHECK(msg.find(R"(missing ["c_hidden.0.bias","t_hidden.1.weight"])") != std::string::npos);
   CHECK(msg.find(R"(unexpected ["empty","scalar","t_hidden.0.bias"])") != std::string::npos);
   const std::vector<std::string> names{"t_hidden.0.weight", "t_hidden.0.bias", "scalar"};
-  CHECK(st_error_of([&] { embplan::io::check_names(f, names); }) ==
+  CHECK(embplan::test::message_of([&] { embplan::io::check_names(f, names); }) ==
         "model.safetensors: tensor names do not match the model: unexpected [\"empty\"] (expected "
         "exactly 3 tensors)");
 }
@@ -702,17 +703,17 @@ TEST_CASE("check_finite refuses NaN and Inf, naming the tensor and the first bad
   embplan::io::check_finite(f);
   f.tensors["t_hidden.0.weight"].values[3] = std::numeric_limits<float>::quiet_NaN();
   f.tensors["t_hidden.0.weight"].values[5] = std::numeric_limits<float>::infinity();
-  const auto msg = st_error_of([&] { embplan::io::check_finite(f); });
+  const auto msg = embplan::test::message_of([&] { embplan::io::check_finite(f); });
   CHECK(msg.find("field 'model.safetensors: tensors[\"t_hidden.0.weight\"].values[3]' = ") !=
         std::string::npos);
   CHECK(msg.find("nan") != std::string::npos);
   CHECK(msg.find("expected a finite number") != std::string::npos);
   f.tensors["t_hidden.0.weight"].values[3] = 0;
-  CHECK(st_error_of([&] {
+  CHECK(embplan::test::message_of([&] {
           embplan::io::check_finite(f, "t_hidden.0.weight");
         }).find("values[5]' = inf") != std::string::npos);
   CHECK_NOTHROW(embplan::io::check_finite(f, "t_hidden.0.bias"));
-  CHECK(st_error_of([&] {
+  CHECK(embplan::test::message_of([&] {
           embplan::io::check_finite(f, "nope");
         }).find("tensors[\"nope\"]' is missing") != std::string::npos);
   // NaN survives a round trip, so a file can carry it to check_finite.
