@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "embplan/constraint/all_of.hpp"
@@ -447,7 +448,7 @@ const neural_cost& learned() {
 std::vector<piece> random_pieces(const task& t, std::uint64_t seed, int splits) {
   std::vector<piece> out;
   for (std::size_t i = 0; i < t.tables.size(); ++i)
-    out.push_back(search::detail::make_piece(whole_table(t, i, 0)));
+    out.push_back(search::detail::make_piece(t, whole_table(t, i, 0)));
   rng gen(seed);
   for (int k = 0; k < splits; ++k) {
     std::vector<std::size_t> can;
@@ -456,9 +457,21 @@ std::vector<piece> random_pieces(const task& t, std::uint64_t seed, int splits) 
     if (can.empty()) break;
     const auto at = can[static_cast<std::size_t>(
         gen.between(std::int64_t{0}, static_cast<std::int64_t>(can.size()) - 1))];
-    out = search::detail::split_piece(out, at);
+    const auto [low, high] = search::detail::halves(t, out[at]);
+    out[at] = low;
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(at) + 1, high);
   }
   return out;
+}
+
+// `pieces` as column_beam hands them to the engine: each priced
+// (piece::single_ms, by `engine`) and in the grid search's order.
+template <class Engine>
+std::vector<piece> as_beam_state(std::vector<piece> pieces, Engine& engine) {
+  for (auto& p : pieces)
+    p.single_ms = engine.single_ms(p);
+  std::sort(pieces.begin(), pieces.end(), search::detail::goes_first);
+  return pieces;
 }
 
 void check_same(const grid_outcome& a, const grid_outcome& b) {
@@ -479,8 +492,13 @@ int compare(const task& t, const Model& model, const Rule& rule, const Reward& r
             std::uint64_t seed) {
   search::detail::cost_cache cache_new;
   search::detail::cost_cache cache_old;
+  search::detail::cost_cache cache_beam;
   grid_engine<Model, Rule, Reward> fresh(t, model, rule, cache_new, reward);
   grid_engine_v1<Model, Rule, Reward> old(t, model, rule, cache_old, reward);
+  // The same states as column_beam gives them (priced, in order), one split
+  // apart from run to run as the beam's are, so that the engine also takes
+  // its terms from the previous run's (prepare_order).
+  grid_engine<Model, Rule, Reward> beam(t, model, rule, cache_beam, reward);
   int ok = 0;
   for (int run = 0; run < 4; ++run) {
     CAPTURE(run);
@@ -490,6 +508,23 @@ int compare(const task& t, const Model& model, const Rule& rule, const Reward& r
     const auto b = old.run(pieces, grid, run % 2 == 0);
     check_same(a, b);
     ok += a.ok ? 1 : 0;
+    auto state = as_beam_state(random_pieces(t, seed * 31 + 7, 0), beam);
+    for (int split = 0; split <= run; ++split) {
+      CAPTURE(split);
+      const auto c = beam.run(state, grid, run % 2 == 0);
+      const auto d = old.run(state, grid, run % 2 == 0);
+      check_same(c, d);
+      // Split the first splittable piece for the next state.
+      const auto at = std::find_if(state.begin(), state.end(),
+                                   [](const piece& p) { return search::detail::splittable(p.s); });
+      if (at == state.end()) break;
+      auto half = search::detail::halves(t, *at);
+      half.first.single_ms = beam.single_ms(half.first);
+      half.second.single_ms = beam.single_ms(half.second);
+      state =
+          search::detail::split_piece(state, static_cast<std::size_t>(at - state.begin()), half);
+      CHECK(std::is_sorted(state.begin(), state.end(), search::detail::goes_first));
+    }
   }
   return ok;
 }
@@ -530,4 +565,71 @@ TEST_CASE("grid engine: the same outcomes as the engine of 1b8fc91, learned mode
     ok += compare(t, model, default_constraint{}, neg_max_cost_reward{}, seed);
   }
   CHECK(ok > 10);
+}
+
+TEST_CASE("grid engine: device_order moves, erases and truncates as a plain array would") {
+  // Random moves to the back (both ways of shifting: the entries between, or
+  // those outside, with the live range sliding and recentring), to the front,
+  // erasures near either end, against std::vector.
+  for (const std::size_t n : {1u, 2u, 5u, 64u, 300u}) {
+    CAPTURE(n);
+    rng gen(n);
+    search::detail::device_order order;
+    std::vector<std::uint32_t> want(n);
+    for (std::size_t d = 0; d < n; ++d)
+      want[d] = static_cast<std::uint32_t>(n - 1 - d);
+    order.sort(n, [](std::uint32_t a, std::uint32_t b) { return a > b; });
+    const auto same = [&] {
+      REQUIRE(order.size() == want.size());
+      CHECK(std::equal(want.begin(), want.end(), order.data()));
+    };
+    same();
+    for (int op = 0; op < 20'000 && !want.empty(); ++op) {
+      const auto size = static_cast<std::int64_t>(want.size());
+      const auto pos = static_cast<std::size_t>(gen.between(std::int64_t{0}, size - 1));
+      const auto kind = gen.between(0, 99);
+      if (kind < 70 && pos + 1 < want.size()) {
+        const auto to =
+            static_cast<std::size_t>(gen.between(static_cast<std::int64_t>(pos) + 1, size - 1));
+        order.move_back(pos, to);
+        const auto d = want[pos];
+        want.erase(want.begin() + static_cast<std::ptrdiff_t>(pos));
+        want.insert(want.begin() + static_cast<std::ptrdiff_t>(to), d);
+      } else if (kind < 98 && pos > 0) {
+        const auto to = static_cast<std::size_t>(
+            gen.between(std::int64_t{0}, static_cast<std::int64_t>(pos) - 1));
+        order.move_front(pos, to);
+        const auto d = want[pos];
+        want.erase(want.begin() + static_cast<std::ptrdiff_t>(pos));
+        want.insert(want.begin() + static_cast<std::ptrdiff_t>(to), d);
+      } else if (kind < 99) {
+        order.erase(pos);
+        want.erase(want.begin() + static_cast<std::ptrdiff_t>(pos));
+      } else {
+        order.truncate(pos + 1);
+        want.resize(pos + 1);
+      }
+      same();
+    }
+  }
+}
+
+TEST_CASE("column beam: the plan's shards come by (table, first column, first row)") {
+  // The beam keeps its states in the grid search's order; the plan it returns
+  // lists shards as every other searcher does.
+  const analytic_cost model;
+  int split = 0;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    CAPTURE(seed);
+    const auto t = embplan_test::search_task(seed, 24, 4);
+    const auto r = column_beam{}.search(t, model, default_constraint{}, neg_max_cost_reward{}, 0);
+    REQUIRE(r.ok);
+    const auto& s = r.placement.shards;
+    split += s.size() > t.tables.size() ? 1 : 0;
+    CHECK(std::is_sorted(s.begin(), s.end(), [](const shard& a, const shard& b) {
+      return std::tie(a.table, a.col_begin, a.row_begin) <
+             std::tie(b.table, b.col_begin, b.row_begin);
+    }));
+  }
+  CHECK(split > 0);  // some plans hold split tables
 }

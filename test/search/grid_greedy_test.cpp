@@ -137,7 +137,7 @@ TEST_CASE("grid greedy respects the dim bound it reports and memory") {
         engine(t, model, rule, cache);
     std::vector<piece> pieces;
     for (std::size_t i = 0; i < t.tables.size(); ++i)
-      pieces.push_back(embplan::search::detail::make_piece(embplan::whole_table(t, i, 0)));
+      pieces.push_back(embplan::search::detail::make_piece(t, embplan::whole_table(t, i, 0)));
     const auto out = engine.run(pieces, 11, false);
     REQUIRE(out.ok);
     std::vector<std::size_t> assignment(out.device.begin(), out.device.end());
@@ -259,7 +259,7 @@ TEST_CASE("the engine scores a plan on evaluate()'s plan_cost") {
         engine(t, model, rule, cache, embplan::balance_reward{});
     std::vector<piece> pieces;
     for (std::size_t i = 0; i < t.tables.size(); ++i)
-      pieces.push_back(embplan::search::detail::make_piece(embplan::whole_table(t, i, 0)));
+      pieces.push_back(embplan::search::detail::make_piece(t, embplan::whole_table(t, i, 0)));
     const auto out = engine.run(pieces, 11, false);
     REQUIRE(out.ok);
     std::vector<std::size_t> assignment(out.device.begin(), out.device.end());

@@ -37,6 +37,11 @@
 // The states of one step are priced independently, so `threads` > 1 prices
 // them on that many threads (each with its own grid search and cache); the
 // plan is the same for any count.
+// A state's pieces are kept in the grid search's order (Alg. 2 line 3), each
+// with its single-piece cost: a split moves two priced halves into place, so
+// the grid search neither prices nor sorts the other pieces again (on 10,000
+// tables, most of a state). The plan lists its shards by (table, first
+// column, first row), as before.
 
 #include <algorithm>
 #include <atomic>
@@ -75,8 +80,10 @@ inline bool splittable(const shard& s) noexcept {
 }
 
 struct beam_state {
-  std::vector<piece> pieces;  // sorted by (table, first column, first row)
-  multiset_key key;           // sum of the pieces' keys
+  // In the grid search's order (greedy_first), each priced (piece::single_ms),
+  // so that the grid search neither prices nor sorts them again.
+  std::vector<piece> pieces;
+  multiset_key key;  // sum of the pieces' keys
   grid_outcome result;
   std::uint64_t largest_piece_bytes = 0;
   std::size_t born = 0;  // generation order within its step
@@ -93,18 +100,31 @@ inline std::vector<std::tuple<std::uint32_t, std::int32_t, std::int64_t, std::in
   return out;
 }
 
-// `parent` with piece `at` halved; pieces stay sorted.
-inline std::vector<piece> split_piece(const std::vector<piece>& parent, std::size_t at) {
-  std::vector<piece> out;
-  out.reserve(parent.size() + 1);
-  out.insert(out.end(), parent.begin(), parent.begin() + static_cast<std::ptrdiff_t>(at));
-  shard low = parent[at].s;
+// The two halves of piece `p` (lower columns first), unpriced.
+inline std::pair<piece, piece> halves(const task& t, const piece& p) {
+  shard low = p.s;
   shard high = low;
   low.col_end = low.col_begin + low.cols() / 2;
   high.col_begin = low.col_end;
-  out.push_back(make_piece(low));
-  out.push_back(make_piece(high));
+  return {make_piece(t, low), make_piece(t, high)};
+}
+
+// Whether piece `a` goes before `b` in the grid search's order (both priced).
+inline bool goes_first(const piece& a, const piece& b) noexcept {
+  return greedy_first(a.single_ms, a.bytes, a.s, b.single_ms, b.bytes, b.s);
+}
+
+// `parent` (in goes_first order) with piece `at` replaced by its priced
+// halves, each at its place in that order.
+inline std::vector<piece> split_piece(const std::vector<piece>& parent, std::size_t at,
+                                      const std::pair<piece, piece>& half) {
+  std::vector<piece> out;
+  out.reserve(parent.size() + 1);
+  out.insert(out.end(), parent.begin(), parent.begin() + static_cast<std::ptrdiff_t>(at));
   out.insert(out.end(), parent.begin() + static_cast<std::ptrdiff_t>(at) + 1, parent.end());
+  for (const piece* h : {&half.first, &half.second}) {
+    out.insert(std::lower_bound(out.begin(), out.end(), *h, goes_first), *h);
+  }
   return out;
 }
 
@@ -148,11 +168,13 @@ struct column_beam {
     beam_state root;
     root.pieces.reserve(t.tables.size());
     for (std::size_t i = 0; i < t.tables.size(); ++i) {
-      root.pieces.push_back(search::detail::make_piece(whole_table(t, i, 0)));
+      root.pieces.push_back(search::detail::make_piece(t, whole_table(t, i, 0)));
+      root.pieces.back().single_ms = engine.single_ms(root.pieces.back());
       root.key += root.pieces.back().key;
     }
+    std::sort(root.pieces.begin(), root.pieces.end(), search::detail::goes_first);
     root.result = engine.run(root.pieces, grid, true);
-    root.largest_piece_bytes = largest_bytes(t, root.pieces);
+    root.largest_piece_bytes = largest_bytes(root.pieces);
 
     std::vector<piece> best_pieces;
     search::detail::grid_outcome best;
@@ -180,16 +202,18 @@ struct column_beam {
     for (std::int32_t step = 0; step < steps; ++step) {
       children.clear();
       for (const auto& parent : beam) {
-        pick_candidates(t, engine, parent.pieces, picks);
+        pick_candidates(parent.pieces, picks);
         for (const std::size_t at : picks) {
-          const auto& split = parent.pieces[at];
-          const auto key = parent.key - split.key + half_key(split, true) + half_key(split, false);
-          if (seen(children, key, parent.pieces, at)) continue;
+          auto half = search::detail::halves(t, parent.pieces[at]);
+          const auto key = parent.key - parent.pieces[at].key + half.first.key + half.second.key;
+          if (seen(children, key, parent.pieces, at, half)) continue;
+          half.first.single_ms = engine.single_ms(half.first);
+          half.second.single_ms = engine.single_ms(half.second);
           beam_state child;
-          child.pieces = search::detail::split_piece(parent.pieces, at);
+          child.pieces = search::detail::split_piece(parent.pieces, at, half);
           child.key = key;
           child.born = children.size();
-          child.largest_piece_bytes = largest_bytes(t, child.pieces);
+          child.largest_piece_bytes = largest_bytes(child.pieces);
           children.push_back(std::move(child));
         }
       }
@@ -235,6 +259,12 @@ struct column_beam {
       s.device = best.device[i];
       out.placement.shards.push_back(s);
     }
+    // Shards by (table, first column, first row), whatever the search's order.
+    std::sort(out.placement.shards.begin(), out.placement.shards.end(),
+              [](const shard& a, const shard& b) {
+                return std::tie(a.table, a.col_begin, a.row_begin) <
+                       std::tie(b.table, b.col_begin, b.row_begin);
+              });
     out.ok = true;
     return out;
   }
@@ -282,47 +312,45 @@ struct column_beam {
       if (e) std::rethrow_exception(e);
   }
 
-  static std::uint64_t largest_bytes(const task& t, const std::vector<search::detail::piece>& ps) {
+  static std::uint64_t largest_bytes(const std::vector<search::detail::piece>& ps) {
     std::uint64_t out = 0;
     for (const auto& p : ps)
-      out = std::max(out, shard_bytes(t, p.s));
+      out = std::max(out, p.bytes);
     return out;
   }
 
-  static search::detail::multiset_key half_key(const search::detail::piece& p, bool low) {
-    shard s = p.s;
-    const std::int32_t mid = s.col_begin + s.cols() / 2;
-    (low ? s.col_end : s.col_begin) = mid;
-    return search::detail::piece_key(s);
-  }
-
-  // Is the state `pieces` with `at` split already among `children`?
+  // Is the state `pieces` with `at` split into `half` already among `children`?
   static bool seen(const std::vector<search::detail::beam_state>& children,
                    const search::detail::multiset_key& key,
-                   const std::vector<search::detail::piece>& pieces, std::size_t at) {
+                   const std::vector<search::detail::piece>& pieces, std::size_t at,
+                   const std::pair<search::detail::piece, search::detail::piece>& half) {
     for (const auto& c : children) {
       if (c.key != key) continue;
-      if (search::detail::signature(c.pieces) ==
-          search::detail::signature(search::detail::split_piece(pieces, at)))
-        return true;
+      std::vector<search::detail::piece> state = pieces;
+      state[at] = half.first;
+      state.push_back(half.second);
+      if (search::detail::signature(c.pieces) == search::detail::signature(state)) return true;
     }
     return false;
   }
 
   // Alg. 1 line 9: the top N splittable pieces by single-piece cost, then the
   // top N by bytes, each piece (up to equal columns and rows) once.
-  template <class Engine>
-  void pick_candidates(const task& t, Engine& engine, const std::vector<search::detail::piece>& ps,
+  void pick_candidates(const std::vector<search::detail::piece>& ps,
                        std::vector<std::size_t>& picks) const {
+    // Ties: (table, first column, first row), ascending.
     struct ranked {
       double cost;
       std::uint64_t bytes;
+      std::tuple<std::uint32_t, std::int32_t, std::int64_t> at;
       std::size_t index;
     };
     std::vector<ranked> pool;
     for (std::size_t i = 0; i < ps.size(); ++i) {
-      if (!search::detail::splittable(ps[i].s)) continue;
-      pool.push_back(ranked{engine.single_ms(ps[i]), shard_bytes(t, ps[i].s), i});
+      const auto& s = ps[i].s;
+      if (!search::detail::splittable(s)) continue;
+      pool.push_back(
+          ranked{ps[i].single_ms, ps[i].bytes, std::tuple{s.table, s.col_begin, s.row_begin}, i});
     }
     picks.clear();
     const auto take = [&](auto better) {
@@ -344,10 +372,10 @@ struct column_beam {
       }
     };
     take([](const ranked& a, const ranked& b) {
-      return std::tie(b.cost, b.bytes, a.index) < std::tie(a.cost, a.bytes, b.index);
+      return std::tie(b.cost, b.bytes, a.at) < std::tie(a.cost, a.bytes, b.at);
     });
     take([](const ranked& a, const ranked& b) {
-      return std::tie(b.bytes, b.cost, a.index) < std::tie(a.bytes, a.cost, b.index);
+      return std::tie(b.bytes, b.cost, a.at) < std::tie(a.bytes, a.cost, b.at);
     });
   }
 };

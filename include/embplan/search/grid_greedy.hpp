@@ -49,7 +49,7 @@ struct grid_greedy {
     std::vector<search::detail::piece> pieces;
     pieces.reserve(t.tables.size());
     for (std::size_t i = 0; i < t.tables.size(); ++i)
-      pieces.push_back(search::detail::make_piece(whole_table(t, i, 0)));
+      pieces.push_back(search::detail::make_piece(t, whole_table(t, i, 0)));
     auto found = engine.run(pieces, grid, true);
 
     search_result out;

@@ -4,7 +4,9 @@
 // where a model opts in) or else its compute().
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/costs.hpp"
@@ -81,15 +83,18 @@ class group_pricer {
     if constexpr (piecewise_compute<CostModel>::enabled)
       piecewise_compute<CostModel>::add(model_, acc, v);
   }
-  // The term of piece `s` (key `key`) on `device`, computed once per device kind.
+  // The term of piece `s` (key `key`) on `device`, computed once per device
+  // kind; valid until the next call of term().
   const term_type& term(const shard& s, const multiset_key& key, std::size_t device) {
-    return terms_cache_.ref(kinds_.empty(device) + key, [&] {
+    const std::uint32_t at = term_index_.get(kinds_.empty(device) + key, [&] {
       if constexpr (piecewise_compute<CostModel>::enabled) {
-        return piecewise_compute<CostModel>::piece(model_, t_, s, device);
+        terms_.push_back(piecewise_compute<CostModel>::piece(model_, t_, s, device));
       } else {
-        return term_type{};
+        terms_.emplace_back();
       }
+      return static_cast<std::uint32_t>(terms_.size() - 1);
     });
+    return terms_[at];
   }
   compute_cost finish(const sum_type& acc, std::size_t pieces, std::size_t device) const {
     if constexpr (piecewise_compute<CostModel>::enabled) {
@@ -104,7 +109,12 @@ class group_pricer {
   const CostModel& model_;
   const device_kinds& kinds_;
   bool piecewise_ = false;
-  key_map<term_type> terms_cache_{1 << 10};
+  // Terms in a dense array, found through a map of indices: a grid search
+  // looks up every piece's term once per state, and the map's small slots
+  // stay in cache where slots holding the terms themselves (up to 256 bytes
+  // each for the neural model) would not.
+  key_map<std::uint32_t> term_index_{1 << 10};
+  std::vector<term_type> terms_;
 };
 
 }  // namespace embplan::inline EMBPLAN_ABI::search::detail
