@@ -29,6 +29,7 @@
 #include "embplan/search/torchrec_like.hpp"
 
 #include "common/bench_task.hpp"
+#include "common/bundled_model.hpp"
 
 namespace {
 
@@ -49,10 +50,7 @@ struct analytic_model {
   }
 };
 struct learned_model {
-  static const embplan::neural_cost& get() {
-    static const auto m = embplan::neural_cost::load(EMBPLAN_BUNDLED_COMPUTE_MODEL);
-    return m;
-  }
+  static const embplan::neural_cost& get() { return embplan_bench::bundled_compute_model(); }
 };
 
 // The same search on two threads (column_beam::threads; the plan is the same).

@@ -34,6 +34,7 @@
 #include "embplan/presets.hpp"
 
 #include "common/bench_task.hpp"
+#include "common/bundled_model.hpp"
 
 namespace {
 
@@ -72,11 +73,6 @@ double max_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-const embplan::neural_cost& learned_model() {
-  static const auto m = embplan::neural_cost::load(EMBPLAN_BUNDLED_COMPUTE_MODEL);
-  return m;
-}
-
 template <class Planner>
 void run(benchmark::State& state, const Planner& p) {
   const auto t = embplan_bench::bench_task(state.range(0), state.range(1));
@@ -104,14 +100,14 @@ void bm_neuroshard_ls(benchmark::State& state) {
 }
 
 void bm_neuroshard_ls_learned(benchmark::State& state) {
-  const auto& model = learned_model();
+  const auto& model = embplan_bench::bundled_compute_model();
   run(state, embplan::basic_neuroshard_ls_planner<embplan::neural_cost>(model, {}, {}, {}));
 }
 
 // The same planner with column_beam pricing each step's split states on two
 // threads (column_beam::threads; the same plan for any count).
 void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
-  const auto& model = learned_model();
+  const auto& model = embplan_bench::bundled_compute_model();
   embplan::local_search<embplan::column_beam> searcher;
   searcher.start.threads = 2;
   run(state, embplan::basic_neuroshard_ls_planner<embplan::neural_cost>(model, searcher, {}, {}));

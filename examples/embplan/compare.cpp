@@ -15,9 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "embplan/constraint/all_of.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json.hpp"
+#include "embplan/reward/neg_max_cost.hpp"
+#include "embplan/search/exact.hpp"
 #include "embplan/search/lower_bound.hpp"
 #include "models.hpp"
 #include "options.hpp"
@@ -39,9 +42,14 @@ struct planner_summary {
   double mean_balance = 0.0;  // over succeeded tasks
   double mean_speedup = 0.0;  // cost(random) / cost(plan), over tasks both solved
   std::size_t speedup_tasks = 0;
-  double mean_sharding_ms = 0.0;    // over all tasks
-  double mean_gap = 0.0;            // cost / lower bound - 1, over succeeded tasks
-  bool has_gap = true;              // false: the meter prices plans unlike its devices' sum
+  double mean_sharding_ms = 0.0;  // over all tasks
+  double mean_gap = 0.0;          // cost / lower bound - 1, over succeeded tasks
+  bool has_gap = true;            // false: the meter prices plans unlike its devices' sum
+  // --optimum: cost / the task's optimum table-wise plan - 1, over the tasks
+  // both solved; how many of them the planner's plan costs no more than it.
+  double mean_gap_opt = 0.0;
+  std::size_t optimum_tasks = 0;
+  std::size_t optimum_found = 0;
   std::uint64_t cache_lookups = 0;  // the searcher's device-cost cache, all tasks
   std::uint64_t cache_hits = 0;
   bool has_cache() const { return cache_lookups > 0; }
@@ -61,11 +69,21 @@ struct planner_summary {
 // Runs each planner on each task (seed = task index, so planners see the same
 // randomness per task) and prices every plan with `meter`. NeuroShard's
 // planners search on the planning model (planners.hpp).
+// With `optimum`, also each task's optimum table-wise plan under the meter
+// (exact_table_wise, search/exact.hpp) and each plan's gap to it.
 std::vector<planner_summary> compare_planners(std::span<const embplan::task> tasks,
                                               std::span<const std::string> planners,
                                               const meter_choice& meter, const planning_model& pm,
-                                              std::uint64_t seed, progress& bar) {
+                                              std::uint64_t seed, bool optimum, progress& bar) {
   const std::size_t n = tasks.size();
+  // NaN: no optimum asked for, or the task has no table-wise plan.
+  std::vector<double> best(n, std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t i = 0; optimum && i < n; ++i) {
+    const auto r = embplan::exact_table_wise{}.search(
+        tasks[i], meter.meter, embplan::default_constraint{}, embplan::neg_max_cost_reward{}, 0);
+    if (r.ok) best[i] = embplan::evaluate(tasks[i], r.placement, meter.meter).max_ms();
+    bar.advance();
+  }
   std::vector<std::vector<double>> cost(
       planners.size(), std::vector<double>(n, std::numeric_limits<double>::quiet_NaN()));
   std::vector<planner_summary> out(planners.size());
@@ -97,6 +115,13 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
       s.mean_cost_ms += cost[p][i];
       s.mean_balance += measured.balance();
       if (with_bound) s.mean_gap += embplan::gap_to_bound(cost[p][i], bound[i]);
+      if (!std::isnan(best[i])) {
+        ++s.optimum_tasks;
+        s.mean_gap_opt += embplan::gap_to_bound(cost[p][i], best[i]);
+        // The same plan priced the same way gives the same figure; allow
+        // for a different plan of equal cost summed in another order.
+        s.optimum_found += cost[p][i] <= best[i] * (1.0 + 1e-12) ? 1 : 0;
+      }
       bar.advance();
     }
     if (s.succeeded) {
@@ -104,6 +129,7 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
       s.mean_balance /= double(s.succeeded);
       s.mean_gap /= double(s.succeeded);
     }
+    if (s.optimum_tasks) s.mean_gap_opt /= double(s.optimum_tasks);
   }
   // Speedup over random: on the tasks both random and the planner solved.
   std::size_t random_index = planners.size();
@@ -128,7 +154,7 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
   return out;
 }
 
-nlohmann::json to_json(const planner_summary& s) {
+nlohmann::json to_json(const planner_summary& s, bool optimum) {
   nlohmann::json j;
   j["planner"] = s.planner;
   j["tasks"] = s.tasks;
@@ -143,6 +169,12 @@ nlohmann::json to_json(const planner_summary& s) {
   j["mean_sharding_ms"] = s.mean_sharding_ms;
   j["mean_gap_to_lower_bound"] =
       s.succeeded && s.has_gap ? nlohmann::json(s.mean_gap) : nlohmann::json(nullptr);
+  if (optimum) {
+    j["mean_gap_to_optimum"] =
+        s.optimum_tasks ? nlohmann::json(s.mean_gap_opt) : nlohmann::json(nullptr);
+    j["optimum_tasks"] = s.optimum_tasks;
+    j["optimum_found"] = s.optimum_found;
+  }
   j["cache_hit_rate"] =
       s.has_cache() ? nlohmann::json(s.cache_hit_rate()) : nlohmann::json(nullptr);
   j["cache_lookups"] = s.cache_lookups;
@@ -166,6 +198,7 @@ struct compare_args {
   meter_args meter;
   std::string half = "auto";  // auto | default | whole | train | test
   std::uint64_t split_seed = 0;
+  bool optimum = false;  // also each task's optimum table-wise plan (exact search)
   bool quiet = false;
 };
 
@@ -247,6 +280,23 @@ int run_compare(const compare_args& a) {
       }
     }
   }
+  if (a.optimum) {
+    // The exact search prices up to millions of plans: a simulated meter
+    // only, and small tasks (checked before any work).
+    if (a.meter.name != "simulated" && a.meter.name != "analytic")
+      embplan::detail::fail("--meter", a.meter.name,
+                            "simulated or analytic with --optimum (the exact search prices up "
+                            "to millions of plans with the meter)");
+    const std::uint32_t limit = embplan::exact_table_wise{}.max_tables;
+    for (const auto& st : settings) {
+      const std::size_t most = embplan::data::resolve_protocol(st.options).max_tables;
+      if (most > limit)
+        embplan::detail::fail("--tables", most,
+                              "at most " + std::to_string(limit) +
+                                  " tables per task with --optimum (the exact search is "
+                                  "exponential in them): e.g. --tables 10");
+    }
+  }
   const auto pool = load_pool(a.pool);
   check_dim_multiple(pool, "pool.tables");
   const auto meter = meter_of(a.meter, pm);
@@ -267,7 +317,8 @@ int run_compare(const compare_args& a) {
                 "the tasks; \"(n/N)\": the planner found a plan for n of the N tasks only (the "
                 "others did not fit memory) and the mean is over those n; \"-\": for none");
   std::cout.flush();
-  progress bar("compare", "plans", settings.size() * names.size() * a.count, !a.quiet);
+  progress bar("compare", "plans", settings.size() * (names.size() + (a.optimum ? 1 : 0)) * a.count,
+               !a.quiet);
   // NeuroShard Table 1 shape: one row per planner, one column per setting.
   std::vector<std::string> summary_header{"planner"};
   std::vector<std::vector<std::string>> summary(names.size());
@@ -276,15 +327,21 @@ int run_compare(const compare_args& a) {
   std::size_t no_device = 0;
   for (const auto& st : settings) {
     const auto tasks = embplan::data::generate_tasks(pool, st.options);
-    const auto rows = compare_planners(std::span<const embplan::task>(tasks),
-                                       std::span<const std::string>(names), meter, pm, a.seed, bar);
+    const auto rows =
+        compare_planners(std::span<const embplan::task>(tasks), std::span<const std::string>(names),
+                         meter, pm, a.seed, a.optimum, bar);
     bar.clear();
     std::cout << "\n"
               << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", ";
     if (st.tables > 0) std::cout << st.tables << " tables per task, ";
     std::cout << tasks.size() << " tasks (seed " << a.seed << ")\n";
-    text_table table({"planner", "cost ms", "success", "speedup/random", "time ms/task",
-                      "cache hit", "gap to LB", "balance"});
+    std::vector<std::string> header{"planner",      "cost ms",   "success",   "speedup/random",
+                                    "time ms/task", "cache hit", "gap to LB", "balance"};
+    if (a.optimum) {
+      header.push_back("gap to opt");
+      header.push_back("at opt");
+    }
+    text_table table(header);
     nlohmann::json setting_json;
     setting_json["devices"] = st.devices;
     setting_json["max_dim"] = st.max_dim;
@@ -296,14 +353,22 @@ int run_compare(const compare_args& a) {
     for (std::size_t p = 0; p < rows.size(); ++p) {
       const auto& r = rows[p];
       const std::string cost = r.cost_text();
-      table.add({r.planner, cost, fixed(100.0 * r.success_rate(), 1) + "%",
-                 r.speedup_tasks ? fixed(r.mean_speedup, 3) + "x" : "-",
-                 fixed(r.mean_sharding_ms, 3),
-                 r.has_cache() ? fixed(100.0 * r.cache_hit_rate(), 1) + "%" : "-",
-                 r.succeeded && r.has_gap ? fixed(100.0 * r.mean_gap, 1) + "%" : "-",
-                 r.succeeded ? fixed(r.mean_balance, 3) : "-"});
+      std::vector<std::string> row{
+          r.planner,
+          cost,
+          fixed(100.0 * r.success_rate(), 1) + "%",
+          r.speedup_tasks ? fixed(r.mean_speedup, 3) + "x" : "-",
+          fixed(r.mean_sharding_ms, 3),
+          r.has_cache() ? fixed(100.0 * r.cache_hit_rate(), 1) + "%" : "-",
+          r.succeeded && r.has_gap ? fixed(100.0 * r.mean_gap, 1) + "%" : "-",
+          r.succeeded ? fixed(r.mean_balance, 3) : "-"};
+      if (a.optimum) {
+        row.push_back(r.optimum_tasks ? fixed(100.0 * r.mean_gap_opt, 2) + "%" : "-");
+        row.push_back(std::to_string(r.optimum_found) + "/" + std::to_string(r.optimum_tasks));
+      }
+      table.add(std::move(row));
       summary[p].push_back(cost);
-      setting_json["planners"].push_back(to_json(r));
+      setting_json["planners"].push_back(to_json(r, a.optimum));
       if (!std::string_view(r.planner).starts_with("rowwise_")) no_device += r.no_device;
     }
     table.print(std::cout);
@@ -320,17 +385,23 @@ int run_compare(const compare_args& a) {
     table.print(std::cout);
   }
   std::cout << '\n';
-  print_wrapped(std::cout,
-                "speedup/random = mean of cost(random)/cost(planner) over tasks both solved; "
-                "time = search wall time per task; cache hit = cost-cache hits / lookups "
-                "(NeuroShard §3.3: device sets, or single pieces where the model folds "
-                "per-piece terms); gap to LB = cost / additive lower bound - 1, the bound being "
-                "the larger of the costliest table and the sum of all tables' costs / devices, "
-                "each table priced alone by the same meter (a true bound for table-wise plans "
-                "on an additive meter; column splits, and meters that price a device unlike "
-                "the sum of its tables alone, e.g. the learned one, can go below it: a negative "
-                "gap; none under --meter dreamshard, which prices a plan by its overall "
-                "head); balance = min/max device compute (AutoShard)");
+  print_wrapped(
+      std::cout,
+      "speedup/random = mean of cost(random)/cost(planner) over tasks both solved; "
+      "time = search wall time per task; cache hit = cost-cache hits / lookups "
+      "(NeuroShard §3.3: device sets, or single pieces where the model folds "
+      "per-piece terms); gap to LB = cost / additive lower bound - 1, the bound being "
+      "the larger of the costliest table and the sum of all tables' costs / devices, "
+      "each table priced alone by the same meter (a true bound for table-wise plans "
+      "on an additive meter; column splits, and meters that price a device unlike "
+      "the sum of its tables alone, e.g. the learned one, can go below it: a negative "
+      "gap; none under --meter dreamshard, which prices a plan by its overall "
+      "head); balance = min/max device compute (AutoShard)" +
+          std::string(a.optimum ? "; gap to opt = cost / the task's optimum table-wise plan "
+                                  "under the meter - 1 (exact search, search/exact.hpp; a "
+                                  "plan with column splits can go below it), at opt = tasks "
+                                  "whose plan costs no more than the optimum / tasks with one"
+                                : ""));
   if (no_device > 0) {
     print_wrapped(std::cout, "note: " + std::to_string(no_device) +
                                  " plans failed on a task with a table larger than any device; " +
@@ -371,6 +442,10 @@ command add_compare(CLI::App& app) {
   add_meter_options(sub, a->meter, /*dreamshard=*/true);
   add_model_option(sub, a->model);
   add_policy_option(sub, a->policy);
+  sub->add_flag("--optimum", a->optimum,
+                "also find each task's optimum table-wise plan under the meter (exact search; "
+                "tasks of at most 16 tables, --meter simulated or analytic) and report each "
+                "planner's gap to it");
   add_quiet_option(sub, a->quiet);
   return {sub, [a] { return run_compare(*a); }};
 }

@@ -20,6 +20,10 @@
 //                               memory-first start where the beam fits nothing)
 //   basic_neuroshard_planner<Cost>, basic_neuroshard_ls_planner<Cost>: the same
 //                               on any cost model (e.g. a learned one)
+//   exact_planner               the optimum table-wise plan of a small task (at most
+//                               16 tables by default) under the analytic model:
+//                               depth-first with symmetry breaking (search/exact.hpp)
+//   basic_exact_planner<Cost>   the same on any cost model
 //   dreamshard_planner          DreamShard's trained policy (Alg. 2), in
 //                               rl/dreamshard_preset.hpp (embplan::nn: it needs Eigen,
 //                               this header needs only the standard library)
@@ -37,6 +41,7 @@
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/rowwise/split.hpp"
 #include "embplan/search/column_beam.hpp"
+#include "embplan/search/exact.hpp"
 #include "embplan/search/local_search.hpp"
 #include "embplan/search/random_placement.hpp"
 #include "embplan/search/random_search.hpp"
@@ -66,6 +71,10 @@ template <cost_model Cost = analytic_cost>
 using basic_neuroshard_ls_planner =
     planner<Cost, local_search<column_beam>, default_constraint, neg_max_cost_reward>;
 using neuroshard_ls_planner = basic_neuroshard_ls_planner<>;
+template <cost_model Cost = analytic_cost>
+using basic_exact_planner =
+    planner<Cost, exact_table_wise, default_constraint, neg_max_cost_reward>;
+using exact_planner = basic_exact_planner<>;
 
 // Planner with its searcher behind rowwise::split_oversized.
 template <class Planner>

@@ -1431,3 +1431,43 @@ TEST_CASE(
   check_refused("compare --meter dreamshard --policy /nonexistent/p.safetensors --count 1",
                 {"--policy", "/nonexistent/p.safetensors"});
 }
+
+TEST_CASE("compare --optimum: each planner's gap to the exact table-wise optimum") {
+  const auto json = scratch() / "compare-optimum.json";
+  const auto r = run(
+      "compare --devices 4 --max-dim 16 --tables 8 --count 3 --meter analytic --optimum --quiet "
+      "--planners random,lookup_greedy,neuroshard --json " +
+      json.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("gap to opt") != std::string::npos);
+  const auto rows = nlohmann::json::parse(slurp(json)).at("settings").at(0).at("planners");
+  REQUIRE(rows.size() == 3);
+  for (const auto& row : rows) {
+    CAPTURE(row.dump());
+    CHECK(row.at("optimum_tasks") == 3);
+    CHECK(row.at("optimum_found").get<int>() <= 3);
+    // Table-wise planners cannot beat the table-wise optimum; NeuroShard's
+    // column splits can.
+    if (row.at("planner") != "neuroshard")
+      CHECK(row.at("mean_gap_to_optimum").get<double>() >= 0.0);
+  }
+  // Random placement finds the optimum by chance only: not on all three.
+  CHECK(rows.at(0).at("optimum_found").get<int>() < 3);
+
+  // Without --optimum, no such fields.
+  REQUIRE(run("compare --devices 4 --max-dim 16 --tables 8 --count 1 --meter analytic --quiet "
+              "--planners random --json " +
+              json.string())
+              .code == 0);
+  CHECK_FALSE(nlohmann::json::parse(slurp(json))
+                  .at("settings")
+                  .at(0)
+                  .at("planners")
+                  .at(0)
+                  .contains("optimum_found"));
+
+  // Bad input: tasks too large for the exact search, a measured meter.
+  check_refused("compare --devices 4 --max-dim 16 --count 1 --optimum", {"--tables", "60"});
+  check_refused("compare --devices 4 --max-dim 16 --tables 8 --count 1 --optimum --meter measured",
+                {"--meter", "measured"});
+}
