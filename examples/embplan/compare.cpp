@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "embplan/bench/paired.hpp"
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/data/tasks.hpp"
@@ -50,6 +51,10 @@ struct planner_summary {
   double mean_gap_opt = 0.0;
   std::size_t optimum_tasks = 0;
   std::size_t optimum_found = 0;
+  // Per task: cost / the baseline planner's cost of the same task (NaN where
+  // either failed), and their geometric mean with its 95 % t-interval.
+  std::vector<double> ratios;
+  embplan::bench::ratio_interval to_baseline;
   std::uint64_t cache_lookups = 0;  // the searcher's device-cost cache, all tasks
   std::uint64_t cache_hits = 0;
   bool has_cache() const { return cache_lookups > 0; }
@@ -66,27 +71,40 @@ struct planner_summary {
   }
 };
 
+// How compare_planners judges the plans.
+struct judging {
+  bool optimum = false;    // also each task's optimum (exact search)
+  std::size_t rounds = 1;  // interleaved measurements per plan (measured meter)
+  std::size_t baseline =
+      std::numeric_limits<std::size_t>::max();  // index of the planner the ratios are to, if any
+};
+
 // Runs each planner on each task (seed = task index, so planners see the same
 // randomness per task) and prices every plan with `meter`. NeuroShard's
-// planners search on the planning model (planners.hpp).
+// planners search on the planning model (planners.hpp). Task by task: all
+// planners plan it, then their plans are priced back to back, `rounds` times
+// interleaved (bench/paired.hpp: A B C A B C ...), each plan's cost the mean
+// of its rounds; per task, each plan's cost over the baseline's.
 // With `optimum`, also each task's optimum table-wise plan under the meter
 // (exact_table_wise, search/exact.hpp) and each plan's gap to it.
 std::vector<planner_summary> compare_planners(std::span<const embplan::task> tasks,
                                               std::span<const std::string> planners,
                                               const meter_choice& meter, const planning_model& pm,
-                                              std::uint64_t seed, bool optimum, progress& bar) {
+                                              std::uint64_t seed, const judging& how,
+                                              progress& bar) {
   const std::size_t n = tasks.size();
+  const std::size_t np = planners.size();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
   // NaN: no optimum asked for, or the task has no table-wise plan.
-  std::vector<double> best(n, std::numeric_limits<double>::quiet_NaN());
-  for (std::size_t i = 0; optimum && i < n; ++i) {
+  std::vector<double> best(n, nan);
+  for (std::size_t i = 0; how.optimum && i < n; ++i) {
     const auto r = embplan::exact_table_wise{}.search(
         tasks[i], meter.meter, embplan::default_constraint{}, embplan::neg_max_cost_reward{}, 0);
     if (r.ok) best[i] = embplan::evaluate(tasks[i], r.placement, meter.meter).max_ms();
     bar.advance();
   }
-  std::vector<std::vector<double>> cost(
-      planners.size(), std::vector<double>(n, std::numeric_limits<double>::quiet_NaN()));
-  std::vector<planner_summary> out(planners.size());
+  std::vector<std::vector<double>> cost(np, std::vector<double>(n, nan));
+  std::vector<planner_summary> out(np);
   // The additive lower bound under the meter itself (search/lower_bound.hpp),
   // once per task: gap = how far a plan is from it.
   std::vector<double> bound(n);
@@ -94,13 +112,19 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
   const bool with_bound = !meter.plan_ms;
   for (std::size_t i = 0; with_bound && i < n; ++i)
     bound[i] = embplan::additive_lower_bound(tasks[i], meter.meter);
-  for (std::size_t p = 0; p < planners.size(); ++p) {
-    auto& s = out[p];
-    s.planner = planners[p];
-    s.tasks = n;
-    s.has_gap = with_bound;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto result = run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm);
+  for (std::size_t p = 0; p < np; ++p) {
+    out[p].planner = planners[p];
+    out[p].tasks = n;
+    out[p].has_gap = with_bound;
+  }
+  std::vector<embplan::plan> plans;
+  std::vector<std::size_t> planned;  // planner of each entry of plans
+  for (std::size_t i = 0; i < n; ++i) {
+    plans.clear();
+    planned.clear();
+    for (std::size_t p = 0; p < np; ++p) {
+      auto& s = out[p];
+      auto result = run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm);
       s.mean_sharding_ms += result.search_ms / double(n);
       s.cache_lookups += result.cache_lookups;
       s.cache_hits += result.cache_hits;
@@ -109,21 +133,36 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
         bar.advance();
         continue;
       }
-      const auto measured = embplan::evaluate(tasks[i], result.placement, meter.meter);
-      cost[p][i] = meter.plan_ms ? meter.plan_ms(tasks[i], result.placement) : measured.max_ms();
+      plans.push_back(std::move(result.placement));
+      planned.push_back(p);
+    }
+    const auto measured = embplan::bench::measure_interleaved(
+        tasks[i], std::span<const embplan::plan>(plans), meter.meter, how.rounds);
+    for (std::size_t k = 0; k < plans.size(); ++k) {
+      auto& s = out[planned[k]];
+      double c = 0.0;
+      double balance = 0.0;
+      for (const auto& round : measured[k]) {
+        c += round.max_ms() / double(how.rounds);
+        balance += round.balance() / double(how.rounds);
+      }
+      if (meter.plan_ms) c = meter.plan_ms(tasks[i], plans[k]);
+      cost[planned[k]][i] = c;
       ++s.succeeded;
-      s.mean_cost_ms += cost[p][i];
-      s.mean_balance += measured.balance();
-      if (with_bound) s.mean_gap += embplan::gap_to_bound(cost[p][i], bound[i]);
+      s.mean_cost_ms += c;
+      s.mean_balance += balance;
+      if (with_bound) s.mean_gap += embplan::gap_to_bound(c, bound[i]);
       if (!std::isnan(best[i])) {
         ++s.optimum_tasks;
-        s.mean_gap_opt += embplan::gap_to_bound(cost[p][i], best[i]);
+        s.mean_gap_opt += embplan::gap_to_bound(c, best[i]);
         // The same plan priced the same way gives the same figure; allow
         // for a different plan of equal cost summed in another order.
-        s.optimum_found += cost[p][i] <= best[i] * (1.0 + 1e-12) ? 1 : 0;
+        s.optimum_found += c <= best[i] * (1.0 + 1e-12) ? 1 : 0;
       }
       bar.advance();
     }
+  }
+  for (auto& s : out) {
     if (s.succeeded) {
       s.mean_cost_ms /= double(s.succeeded);
       s.mean_balance /= double(s.succeeded);
@@ -131,13 +170,23 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
     }
     if (s.optimum_tasks) s.mean_gap_opt /= double(s.optimum_tasks);
   }
+  // Paired ratios to the baseline: NaN where either failed the task.
+  if (how.baseline < np) {
+    for (std::size_t p = 0; p < np; ++p) {
+      out[p].ratios.resize(n);
+      for (std::size_t i = 0; i < n; ++i)
+        out[p].ratios[i] = cost[p][i] / cost[how.baseline][i];
+      out[p].to_baseline =
+          embplan::bench::paired_ratio_interval(std::span<const double>(out[p].ratios));
+    }
+  }
   // Speedup over random: on the tasks both random and the planner solved.
-  std::size_t random_index = planners.size();
-  for (std::size_t p = 0; p < planners.size(); ++p) {
+  std::size_t random_index = np;
+  for (std::size_t p = 0; p < np; ++p) {
     if (planners[p] == "random") random_index = p;
   }
-  if (random_index < planners.size()) {
-    for (std::size_t p = 0; p < planners.size(); ++p) {
+  if (random_index < np) {
+    for (std::size_t p = 0; p < np; ++p) {
       double sum = 0.0;
       std::size_t k = 0;
       for (std::size_t i = 0; i < n; ++i) {
@@ -154,7 +203,19 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
   return out;
 }
 
-nlohmann::json to_json(const planner_summary& s, bool optimum) {
+// NaN as JSON null.
+nlohmann::json number_or_null(double x) {
+  return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x);
+}
+
+// "0.962 [0.951, 0.973]": the geometric mean of the ratios and its interval.
+std::string ratio_text(const embplan::bench::ratio_interval& r) {
+  if (r.tasks == 0) return "-";
+  if (std::isnan(r.low)) return fixed(r.ratio, 3);
+  return fixed(r.ratio, 3) + " [" + fixed(r.low, 3) + ", " + fixed(r.high, 3) + "]";
+}
+
+nlohmann::json to_json(const planner_summary& s, bool optimum, const std::string& baseline) {
   nlohmann::json j;
   j["planner"] = s.planner;
   j["tasks"] = s.tasks;
@@ -169,6 +230,20 @@ nlohmann::json to_json(const planner_summary& s, bool optimum) {
   j["mean_sharding_ms"] = s.mean_sharding_ms;
   j["mean_gap_to_lower_bound"] =
       s.succeeded && s.has_gap ? nlohmann::json(s.mean_gap) : nlohmann::json(nullptr);
+  if (!s.ratios.empty()) {
+    nlohmann::json per_task = nlohmann::json::array();
+    for (const double r : s.ratios)
+      per_task.push_back(std::isfinite(r) ? nlohmann::json(r) : nlohmann::json(nullptr));
+    j["ratio_to_baseline"] = {
+        {"baseline", baseline},
+        {"method",
+         "geometric mean of the per-task ratios cost / baseline cost, with a t-interval on "
+         "their logs"},
+        {"geometric_mean", number_or_null(s.to_baseline.ratio)},
+        {"ci95", {number_or_null(s.to_baseline.low), number_or_null(s.to_baseline.high)}},
+        {"tasks", s.to_baseline.tasks},
+        {"per_task", per_task}};
+  }
   if (optimum) {
     j["mean_gap_to_optimum"] =
         s.optimum_tasks ? nlohmann::json(s.mean_gap_opt) : nlohmann::json(nullptr);
@@ -198,7 +273,9 @@ struct compare_args {
   meter_args meter;
   std::string half = "auto";  // auto | default | whole | train | test
   std::uint64_t split_seed = 0;
-  bool optimum = false;  // also each task's optimum table-wise plan (exact search)
+  bool optimum = false;    // also each task's optimum table-wise plan (exact search)
+  std::string baseline;    // the ratios' denominator; empty: torchrec where it runs
+  std::size_t rounds = 1;  // interleaved measurements per plan (--meter measured)
   bool quiet = false;
 };
 
@@ -280,6 +357,14 @@ int run_compare(const compare_args& a) {
       }
     }
   }
+  if (!a.baseline.empty()) {
+    const auto b = parse_planner(a.baseline, "--baseline");
+    if (std::find(names.begin(), names.end(), b) == names.end())
+      embplan::detail::fail("--baseline", a.baseline, "one of the planners run (--planners)");
+  }
+  if (a.rounds > 1 && a.meter.name != "measured")
+    embplan::detail::fail("--rounds", a.rounds,
+                          "1 unless --meter measured (the other meters are deterministic)");
   if (a.optimum) {
     // The exact search prices up to millions of plans: a simulated meter
     // only, and small tasks (checked before any work).
@@ -325,11 +410,16 @@ int run_compare(const compare_args& a) {
   for (std::size_t p = 0; p < names.size(); ++p)
     summary[p].push_back(names[p]);
   std::size_t no_device = 0;
+  // The planner the ratios are to: --baseline, else torchrec if it runs.
+  const std::string baseline = a.baseline.empty() ? "torchrec" : a.baseline;
+  judging how{.optimum = a.optimum, .rounds = a.rounds};
+  for (std::size_t p = 0; p < names.size(); ++p)
+    if (names[p] == baseline) how.baseline = p;
   for (const auto& st : settings) {
     const auto tasks = embplan::data::generate_tasks(pool, st.options);
     const auto rows =
         compare_planners(std::span<const embplan::task>(tasks), std::span<const std::string>(names),
-                         meter, pm, a.seed, a.optimum, bar);
+                         meter, pm, a.seed, how, bar);
     bar.clear();
     std::cout << "\n"
               << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", ";
@@ -341,6 +431,7 @@ int run_compare(const compare_args& a) {
       header.push_back("gap to opt");
       header.push_back("at opt");
     }
+    if (how.baseline < names.size()) header.push_back("vs " + baseline + " (95% CI)");
     text_table table(header);
     nlohmann::json setting_json;
     setting_json["devices"] = st.devices;
@@ -366,9 +457,10 @@ int run_compare(const compare_args& a) {
         row.push_back(r.optimum_tasks ? fixed(100.0 * r.mean_gap_opt, 2) + "%" : "-");
         row.push_back(std::to_string(r.optimum_found) + "/" + std::to_string(r.optimum_tasks));
       }
+      if (how.baseline < names.size()) row.push_back(ratio_text(r.to_baseline));
       table.add(std::move(row));
       summary[p].push_back(cost);
-      setting_json["planners"].push_back(to_json(r, a.optimum));
+      setting_json["planners"].push_back(to_json(r, a.optimum, baseline));
       if (!std::string_view(r.planner).starts_with("rowwise_")) no_device += r.no_device;
     }
     table.print(std::cout);
@@ -401,7 +493,17 @@ int run_compare(const compare_args& a) {
                                   "under the meter - 1 (exact search, search/exact.hpp; a "
                                   "plan with column splits can go below it), at opt = tasks "
                                   "whose plan costs no more than the optimum / tasks with one"
-                                : ""));
+                                : "") +
+          std::string(how.baseline < names.size()
+                          ? "; vs " + baseline + " = the geometric mean over tasks of cost / " +
+                                baseline +
+                                "'s cost of the same task, with its 95% t-interval on the log "
+                                "ratios (tasks both solved; below 1: cheaper)"
+                          : "") +
+          std::string(a.rounds > 1 ? "; each plan measured " + std::to_string(a.rounds) +
+                                         " times, interleaved with the task's other plans (A B "
+                                         "C A B C ...), its cost the mean"
+                                   : ""));
   if (no_device > 0) {
     print_wrapped(std::cout, "note: " + std::to_string(no_device) +
                                  " plans failed on a task with a table larger than any device; " +
@@ -446,6 +548,13 @@ command add_compare(CLI::App& app) {
                 "also find each task's optimum table-wise plan under the meter (exact search; "
                 "tasks of at most 16 tables, --meter simulated or analytic) and report each "
                 "planner's gap to it");
+  sub->add_option("--baseline", a->baseline,
+                  "the planner each planner's per-task cost ratios are to (default: torchrec, "
+                  "where it runs)");
+  add_int_option(sub, "--rounds", a->rounds,
+                 "--meter measured: measurements per plan, interleaved with the task's other plans",
+                 1, 1000)
+      ->capture_default_str();
   add_quiet_option(sub, a->quiet);
   return {sub, [a] { return run_compare(*a); }};
 }

@@ -1471,3 +1471,53 @@ TEST_CASE("compare --optimum: each planner's gap to the exact table-wise optimum
   check_refused("compare --devices 4 --max-dim 16 --tables 8 --count 1 --optimum --meter measured",
                 {"--meter", "measured"});
 }
+
+TEST_CASE("compare: per-task cost ratios to a baseline, with a 95% interval; interleaved rounds") {
+  const auto json = scratch() / "compare-ratios.json";
+  auto r =
+      run("compare --devices 4 --max-dim 16 --tables 6 --count 4 --meter analytic --quiet "
+          "--planners random,torchrec --json " +
+          json.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("vs torchrec (95% CI)") != std::string::npos);
+  auto rows = nlohmann::json::parse(slurp(json)).at("settings").at(0).at("planners");
+  const auto& to_self = rows.at(1).at("ratio_to_baseline");
+  CHECK(to_self.at("baseline") == "torchrec");
+  CHECK(to_self.at("geometric_mean") == 1.0);
+  CHECK(to_self.at("ci95") == nlohmann::json::array({1.0, 1.0}));
+  const auto& random = rows.at(0).at("ratio_to_baseline");
+  CHECK(random.at("tasks") == 4);
+  REQUIRE(random.at("per_task").size() == 4);
+  double log_sum = 0.0;
+  for (const auto& x : random.at("per_task"))
+    log_sum += std::log(x.get<double>());
+  CHECK(random.at("geometric_mean").get<double>() == doctest::Approx(std::exp(log_sum / 4.0)));
+  CHECK(random.at("ci95").at(0).get<double>() < random.at("geometric_mean").get<double>());
+  CHECK(random.at("ci95").at(1).get<double>() > random.at("geometric_mean").get<double>());
+
+  // Another baseline.
+  REQUIRE(run("compare --devices 4 --max-dim 16 --tables 6 --count 2 --meter analytic --quiet "
+              "--planners random,torchrec --baseline random --json " +
+              json.string())
+              .code == 0);
+  rows = nlohmann::json::parse(slurp(json)).at("settings").at(0).at("planners");
+  CHECK(rows.at(0).at("ratio_to_baseline").at("geometric_mean") == 1.0);
+
+  // The measured meter, two interleaved rounds per plan (tiny tasks).
+  r = run(
+      "compare --devices 2 --max-dim 16 --tables 3 --count 2 --meter measured --rounds 2 --quiet "
+      "--planners random,torchrec --json " +
+      json.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("measured 2 times, interleaved") != std::string::npos);
+  rows = nlohmann::json::parse(slurp(json)).at("settings").at(0).at("planners");
+  for (const auto& x : rows.at(0).at("ratio_to_baseline").at("per_task"))
+    CHECK(x.get<double>() > 0.0);
+
+  // Bad input.
+  check_refused("compare --count 1 --planners random,torchrec --baseline nope", {"nope"});
+  check_refused("compare --count 1 --planners random,torchrec --baseline lookup_greedy",
+                {"--baseline", "lookup_greedy"});
+  check_refused("compare --count 1 --meter analytic --rounds 3", {"--rounds", "3"});
+  check_refused("compare --count 1 --meter measured --rounds 0", {"--rounds", "0"});
+}
