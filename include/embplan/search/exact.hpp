@@ -52,9 +52,9 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/search/detail/cost_cache.hpp"
 #include "embplan/search/detail/plan_pricer.hpp"
 #include "embplan/search/infeasible.hpp"
-#include "embplan/search/lower_bound.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -104,19 +104,9 @@ struct exact_table_wise {
         , mask_(t.cluster.size(), 0)
         , compute_(t.cluster.size())
         , device_of_(t.tables.size(), 0)
+        , kinds_(t)
+        , candidates_(t.tables.size())
         , comm_nonnegative_(search::detail::communication_nonnegative(model, t)) {
-      // The first device of each hardware class (symmetry breaking).
-      class_of_.resize(devices_);
-      for (std::size_t d = 0; d < devices_; ++d) {
-        class_of_[d] = d;
-        if (!opt_.symmetric) continue;
-        for (std::size_t e = 0; e < d; ++e) {
-          if (search::detail::same_hardware(t.cluster.devices[e], t.cluster.devices[d])) {
-            class_of_[d] = class_of_[e];
-            break;
-          }
-        }
-      }
       // Tables costliest alone first (ties: lower index first).
       order_.resize(t.tables.size());
       std::iota(order_.begin(), order_.end(), std::size_t{0});
@@ -153,13 +143,14 @@ struct exact_table_wise {
         return;
       }
       const std::size_t table = order_[depth];
-      tried_class_.assign(devices_, 0);
-      std::vector<std::size_t> candidates;
+      tried_kind_.assign(kinds_.representative.size(), 0);
+      auto& candidates = candidates_[depth];  // this depth's buffer, reused
+      candidates.clear();
       for (std::size_t d = 0; d < devices_; ++d) {
-        if (mask_[d] == 0) {
-          // An empty device stands for every empty one of its class.
-          if (tried_class_[class_of_[d]]) continue;
-          tried_class_[class_of_[d]] = 1;
+        if (opt_.symmetric && mask_[d] == 0) {
+          // An empty device stands for every empty one of its kind.
+          if (tried_kind_[kinds_.kind_of[d]]) continue;
+          tried_kind_[kinds_.kind_of[d]] = 1;
         }
         if (rule_.admits(t_, st_, whole_table(t_, table, d))) candidates.push_back(d);
       }
@@ -243,9 +234,10 @@ struct exact_table_wise {
     std::vector<std::uint32_t> mask_;       // per device: its tables
     std::vector<compute_cost> compute_;     // per device: their compute
     std::vector<std::uint32_t> device_of_;  // per table: its device (tables placed so far)
-    std::vector<std::size_t> class_of_;     // per device: the first device of its class
-    std::vector<unsigned char> tried_class_;
-    std::vector<std::size_t> order_;  // the tables in the order they are placed
+    search::detail::device_kinds kinds_;    // devices equal but for their names
+    std::vector<unsigned char> tried_kind_;
+    std::vector<std::vector<std::size_t>> candidates_;  // per depth: the devices to try
+    std::vector<std::size_t> order_;                    // the tables in the order they are placed
     bool comm_nonnegative_;
     std::unordered_map<std::uint64_t, compute_cost> memo_;
     std::vector<shard> group_;
