@@ -32,6 +32,28 @@ concept cost_model = std::copy_constructible<M> &&
   { m.communication(t, dim_sum, start_ms, out) } -> std::same_as<void>;
 };
 
+// An optional refinement: a model whose communication's two halves can be
+// asked for separately, where computing one is cheaper than computing both
+// (a learned model runs one network per half: cost/neural_comm.hpp).
+//  - backward_communication(task, dim_sum, bwd_ms, clamp): out[d].bwd_ms of
+//    communication(task, dim_sum, {0, ..., 0}, out);
+//  - forward_communication(task, dim_sum, start_ms, fwd_ms, clamp): out[d].fwd_ms
+//    of communication(task, dim_sum, start_ms, out);
+// bit for bit with clamp = true. clamp = false asks for the figures unclamped
+// where the model clamps negative predictions at 0 (NeuroShard's simulator uses
+// a learned model's raw predictions); a model that never clamps ignores it.
+// The searchers' pricer (search/detail/plan_pricer.hpp) calls the halves where
+// a model has them and communication() where not, so a model needs them only
+// to be faster. Not required by cost_model.
+template <class M>
+concept split_communication = requires(const M& m, const task& t,
+                                       std::span<const std::int64_t> dim_sum,
+                                       std::span<const double> start_ms, std::span<double> ms,
+                                       bool clamp) {
+  { m.backward_communication(t, dim_sum, ms, clamp) } -> std::same_as<void>;
+  { m.forward_communication(t, dim_sum, start_ms, ms, clamp) } -> std::same_as<void>;
+};
+
 // What a cost model's numbers are. The contract above is milliseconds; the
 // papers' heuristic baselines (cost/heuristic.hpp) balance a score instead
 // (bytes, columns, lookups) and say so with

@@ -18,6 +18,7 @@
 // one file says what it is, how it was trained and on what meter.
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -180,6 +181,35 @@ class neural_cost {
     std::visit([&](const auto& c) { c.communication(t, dim_sum, start_ms, out); }, comm_);
   }
 
+  // The halves of communication() (split_communication,
+  // concepts/cost_model.hpp): a learned communication runs only the network
+  // asked for (neural_comm::backward_communication / forward_communication;
+  // clamp = false gives its raw outputs); the analytic one computes both
+  // halves and copies one, never clamped, as communication() gives them (on
+  // a valid topology they are never negative; clamp changes nothing). The
+  // backward half is communication()'s with every start at 0, as a pricer
+  // asks for it before the starts are known.
+  template <class = void>
+  void backward_communication(const task& t, std::span<const std::int64_t> dim_sum,
+                              std::span<double> bwd_ms, bool clamp = true) const {
+    if (const auto* learned = std::get_if<neural_comm>(&comm_)) {
+      learned->backward_communication(t, dim_sum, bwd_ms, clamp);
+      return;
+    }
+    analytic_half(t, dim_sum, nullptr, bwd_ms, "bwd_ms.size", &comm_cost::bwd_ms);
+  }
+
+  template <class = void>
+  void forward_communication(const task& t, std::span<const std::int64_t> dim_sum,
+                             std::span<const double> start_ms, std::span<double> fwd_ms,
+                             bool clamp = true) const {
+    if (const auto* learned = std::get_if<neural_comm>(&comm_)) {
+      learned->forward_communication(t, dim_sum, start_ms, fwd_ms, clamp);
+      return;
+    }
+    analytic_half(t, dim_sum, &start_ms, fwd_ms, "fwd_ms.size", &comm_cost::fwd_ms);
+  }
+
   // ------------------------------------------------------------ files
   void save(const std::filesystem::path& path) const {
     const state& s = require();
@@ -290,10 +320,46 @@ class neural_cost {
     return *state_;
   }
 
+  // One half of the analytic communication: analytic_cost::communication on
+  // the given starts (all 0 where start_ms is null), its `half` copied to out.
+  // Checks the lengths in analytic_cost's order and words (dim_sum, start_ms,
+  // then the output span, named by out_field).
+  void analytic_half(const task& t, std::span<const std::int64_t> dim_sum,
+                     const std::span<const double>* start_ms, std::span<double> out,
+                     const char* out_field, double comm_cost::*half) const {
+    const std::size_t n = t.cluster.size();
+    const auto check_length = [n](const char* field, std::size_t got) {
+      if (got != n) {
+        embplan::detail::fail(field, got, "one entry per device (" + std::to_string(n) + ")");
+      }
+    };
+    check_length("dim_sum.size", dim_sum.size());
+    if (start_ms != nullptr) check_length("start_ms.size", start_ms->size());
+    check_length(out_field, out.size());
+    // Up to 16 devices without writing a buffer per call (a search prices
+    // thousands of plans): the zero starts are constant, the figures go to
+    // a buffer kept per thread.
+    static constexpr std::array<double, 16> no_skew{};
+    thread_local std::vector<comm_cost> both;
+    thread_local std::vector<double> zeros;
+    both.resize(n);
+    std::span<const double> starts(no_skew.data(), std::min(n, no_skew.size()));
+    if (start_ms != nullptr) {
+      starts = *start_ms;
+    } else if (n > no_skew.size()) {
+      zeros.assign(n, 0.0);
+      starts = zeros;
+    }
+    std::get<analytic_cost>(comm_).communication(t, dim_sum, starts, both);
+    for (std::size_t d = 0; d < n; ++d)
+      out[d] = both[d].*half;
+  }
+
   std::shared_ptr<const state> state_;
   std::variant<analytic_cost, neural_comm> comm_{};
 };
 static_assert(cost_model<neural_cost>);
+static_assert(split_communication<neural_cost>);
 
 // neural_cost::compute: the head's first layer is linear in the sum of the
 // pieces' table-MLP latents, so a device's pre-activation is that layer's

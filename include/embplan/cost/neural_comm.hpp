@@ -13,7 +13,20 @@
 // network has one input per device). The bytes a device sends are batch x
 // dim, so a task at another batch size is priced as the dim sums that move
 // the same bytes at the measured batch (dim_sum x task batch / model batch).
-// A prediction below zero (an MLP can undershoot) is clamped to 0.
+// A prediction below zero (an MLP can undershoot) is clamped to 0, unless a
+// caller of the one-network methods asks for the raw output (clamp = false;
+// NeuroShard's simulator uses the raw predictions).
+//
+// communication() runs both networks; backward_communication() and
+// forward_communication() run one each (the split_communication refinement,
+// concepts/cost_model.hpp), for a pricer that needs the backward figures of a
+// plan before its forward skews are known (search/detail/plan_pricer.hpp).
+// Each gives, bit for bit, its half of communication()'s figures: all three
+// run the same feature, normalisation and nn::mlp::forward code. The
+// normalisation is not folded into the first layer's weights: (W / std) x +
+// (b - W mean / std) rounds differently from W ((x - mean) / std) + b (on the
+// bundled 4-device forward net, 48 % of 40,000 outputs of random inputs
+// differed, by up to 5e-7 relative), and plans must not change.
 //
 // Files: one safetensors holding both networks under "forward." and
 // "backward." (forward.hidden.0.weight, ..., forward.feature_means, ...) and
@@ -33,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/task.hpp"
@@ -100,52 +114,40 @@ class neural_comm {
   const nn::comm_cost_net& backward_network() const { return require().backward; }
 
   // Per-device forward / backward all-to-all ms (the CostModel contract's
-  // communication, concepts/cost_model.hpp). A template so that only a TU
-  // pricing with it instantiates the networks' Eigen code (nn/tensor.hpp).
+  // communication, concepts/cost_model.hpp), both clamped at 0. A template so
+  // that only a TU pricing with it instantiates the networks' Eigen code
+  // (nn/tensor.hpp).
   template <class = void>
   void communication(const task& t, std::span<const std::int64_t> dim_sum,
                      std::span<const double> start_ms, std::span<comm_cost> out) const {
     const state& s = require();
-    const std::size_t n = s.meta.devices;
-    if (t.cluster.size() != n) {
-      embplan::detail::fail(
-          "task.cluster.size", t.cluster.size(),
-          std::to_string(n) + " devices: this communication model was trained for " +
-              std::to_string(n) + " devices, the task has " + std::to_string(t.cluster.size()) +
-              " (train one for this count: embplan train comm)");
-    }
-    check_length("dim_sum.size", dim_sum.size(), n);
-    check_length("start_ms.size", start_ms.size(), n);
-    check_length("out.size", out.size(), n);
-    for (std::size_t d = 0; d < n; ++d) {
-      if (dim_sum[d] < 0) {
-        embplan::detail::fail("neural_comm.dim_sum[" + std::to_string(d) + "]", dim_sum[d],
-                              "a non-negative dim sum");
-      }
-      if (!std::isfinite(start_ms[d])) {
-        embplan::detail::fail("neural_comm.start_ms[" + std::to_string(d) + "]", start_ms[d],
-                              "a finite time");
-      }
-    }
-    if (t.batch_size < 1) {
-      embplan::detail::fail("task.batch_size", t.batch_size, "a positive batch size");
-    }
-    const double scale = static_cast<double>(t.batch_size) / static_cast<double>(s.meta.batch_size);
-    thread_local scratch w;
-    w.forward_x.resize(1, static_cast<Eigen::Index>(2 * n));
-    w.backward_x.resize(1, static_cast<Eigen::Index>(n));
-    cost::detail::comm_forward_features(dim_sum, start_ms, scale, w.forward_x);
-    cost::detail::comm_backward_features(dim_sum, scale, w.backward_x);
-    s.forward.feature_norm.apply(w.forward_x, w.normalised);
-    s.forward.hidden.forward(w.normalised, w.tape);
-    for (std::size_t d = 0; d < n; ++d)
-      out[d].fwd_ms =
-          std::max(0.0, static_cast<double>(w.tape.output()(0, static_cast<Eigen::Index>(d))));
-    s.backward.feature_norm.apply(w.backward_x, w.normalised);
-    s.backward.hidden.forward(w.normalised, w.tape);
-    for (std::size_t d = 0; d < n; ++d)
-      out[d].bwd_ms =
-          std::max(0.0, static_cast<double>(w.tape.output()(0, static_cast<Eigen::Index>(d))));
+    const double scale = validate(s, t, dim_sum, &start_ms, "out.size", out.size());
+    run_forward(s, dim_sum, start_ms, scale, true,
+                [&](std::size_t d, double ms) { out[d].fwd_ms = ms; });
+    run_backward(s, dim_sum, scale, true, [&](std::size_t d, double ms) { out[d].bwd_ms = ms; });
+  }
+
+  // The backward network only: bwd_ms[d] is communication()'s out[d].bwd_ms
+  // bit for bit (clamp = true), or the network's raw output, which may be
+  // negative (clamp = false). The same checks and messages as communication().
+  template <class = void>
+  void backward_communication(const task& t, std::span<const std::int64_t> dim_sum,
+                              std::span<double> bwd_ms, bool clamp = true) const {
+    const state& s = require();
+    const double scale = validate(s, t, dim_sum, nullptr, "bwd_ms.size", bwd_ms.size());
+    run_backward(s, dim_sum, scale, clamp, [&](std::size_t d, double ms) { bwd_ms[d] = ms; });
+  }
+
+  // The forward network only: fwd_ms[d] is communication()'s out[d].fwd_ms
+  // bit for bit (clamp = true), or the raw output (clamp = false).
+  template <class = void>
+  void forward_communication(const task& t, std::span<const std::int64_t> dim_sum,
+                             std::span<const double> start_ms, std::span<double> fwd_ms,
+                             bool clamp = true) const {
+    const state& s = require();
+    const double scale = validate(s, t, dim_sum, &start_ms, "fwd_ms.size", fwd_ms.size());
+    run_forward(s, dim_sum, start_ms, scale, clamp,
+                [&](std::size_t d, double ms) { fwd_ms[d] = ms; });
   }
 
   // ------------------------------------------------------------ files
@@ -215,10 +217,89 @@ class neural_comm {
     neural_comm_metadata meta;
   };
 
-  struct scratch {
-    nn::matrix forward_x, backward_x, normalised;
+  // One network's buffers at batch 1: kept per network, so that evaluating
+  // the forward (2 x devices inputs) and the backward (devices inputs) nets in
+  // turn resizes, and so allocates, nothing.
+  struct net_scratch {
+    nn::matrix x, normalised;
     nn::mlp_tape tape;
   };
+  struct scratch {
+    net_scratch forward, backward;
+  };
+
+  static scratch& local_scratch() {
+    thread_local scratch w;
+    return w;
+  }
+
+  // communication()'s checks, in its order, for the three methods: the task's
+  // device count, the spans' lengths (start_ms where given; the output span
+  // named by out_field), every dim sum and start, the batch. Returns the dim
+  // sums' scale (task batch / measured batch).
+  static double validate(const state& s, const task& t, std::span<const std::int64_t> dim_sum,
+                         const std::span<const double>* start_ms, const char* out_field,
+                         std::size_t out_size) {
+    const std::size_t n = s.meta.devices;
+    if (t.cluster.size() != n) {
+      embplan::detail::fail(
+          "task.cluster.size", t.cluster.size(),
+          std::to_string(n) + " devices: this communication model was trained for " +
+              std::to_string(n) + " devices, the task has " + std::to_string(t.cluster.size()) +
+              " (train one for this count: embplan train comm)");
+    }
+    check_length("dim_sum.size", dim_sum.size(), n);
+    if (start_ms != nullptr) check_length("start_ms.size", start_ms->size(), n);
+    check_length(out_field, out_size, n);
+    for (std::size_t d = 0; d < n; ++d) {
+      if (dim_sum[d] < 0) {
+        embplan::detail::fail("neural_comm.dim_sum[" + std::to_string(d) + "]", dim_sum[d],
+                              "a non-negative dim sum");
+      }
+      if (start_ms != nullptr && !std::isfinite((*start_ms)[d])) {
+        embplan::detail::fail("neural_comm.start_ms[" + std::to_string(d) + "]", (*start_ms)[d],
+                              "a finite time");
+      }
+    }
+    if (t.batch_size < 1) {
+      embplan::detail::fail("task.batch_size", t.batch_size, "a positive batch size");
+    }
+    return static_cast<double>(t.batch_size) / static_cast<double>(s.meta.batch_size);
+  }
+
+  // One network on its input row in w.x: put(d, ms) for every device, ms the
+  // output as a double, clamped at 0 where asked.
+  template <class Put>
+  static void run(const nn::comm_cost_net& net, net_scratch& w, std::size_t n, bool clamp,
+                  Put&& put) {
+    net.feature_norm.apply(w.x, w.normalised);
+    net.hidden.forward(w.normalised, w.tape);
+    const nn::matrix& y = w.tape.output();
+    for (std::size_t d = 0; d < n; ++d) {
+      const auto ms = static_cast<double>(y(0, static_cast<Eigen::Index>(d)));
+      put(d, clamp ? std::max(0.0, ms) : ms);
+    }
+  }
+
+  template <class Put>
+  static void run_forward(const state& s, std::span<const std::int64_t> dim_sum,
+                          std::span<const double> start_ms, double scale, bool clamp, Put&& put) {
+    const std::size_t n = s.meta.devices;
+    net_scratch& w = local_scratch().forward;
+    w.x.resize(1, static_cast<Eigen::Index>(2 * n));
+    cost::detail::comm_forward_features(dim_sum, start_ms, scale, w.x);
+    run(s.forward, w, n, clamp, put);
+  }
+
+  template <class Put>
+  static void run_backward(const state& s, std::span<const std::int64_t> dim_sum, double scale,
+                           bool clamp, Put&& put) {
+    const std::size_t n = s.meta.devices;
+    net_scratch& w = local_scratch().backward;
+    w.x.resize(1, static_cast<Eigen::Index>(n));
+    cost::detail::comm_backward_features(dim_sum, scale, w.x);
+    run(s.backward, w, n, clamp, put);
+  }
 
   const state& require() const {
     if (!state_) {
@@ -273,5 +354,6 @@ class neural_comm {
 
   std::shared_ptr<const state> state_;
 };
+static_assert(split_communication<neural_comm>);
 
 }  // namespace embplan::inline EMBPLAN_ABI
