@@ -13,13 +13,19 @@
 //   torchrec_planner            TorchRec-like: column blocks, greedy proposers and
 //                               perf partitioner on the analytic shard cost
 //                               (NeuroShard App. E.3; search/torchrec_like.hpp)
-//   neuroshard_planner          NeuroShard's online search: column beam search +
-//                               greedy grid search with a cost cache (§3.3, Alg. 1-2)
-//   neuroshard_ls_planner       NeuroShard's search, then local search (moves, swaps,
+//   neuroshard_planner          NeuroShard's online search as its authors' code
+//                               makes it: column beam search + greedy grid search
+//                               with a cost cache (§3.3, Alg. 1-2; faithful_column_beam)
+//   neuroshard_plus_planner     the same search with embplan's six changes
+//                               (column_beam_improvements: distinct splittable
+//                               candidates and states, an unbounded grid pass,
+//                               infeasible states ranked, communication clamped,
+//                               exact grid bounds)
+//   neuroshard_ls_planner       neuroshard_plus, then local search (moves, swaps,
 //                               splits, merges at the bottleneck devices; a
 //                               memory-first start where the beam fits nothing)
-//   basic_neuroshard_planner<Cost>, basic_neuroshard_ls_planner<Cost>: the same
-//                               on any cost model (e.g. a learned one)
+//   basic_neuroshard_planner<Cost>, basic_neuroshard_plus_planner<Cost>,
+//   basic_neuroshard_ls_planner<Cost>: the same on any cost model (e.g. a learned one)
 //   exact_planner               the optimum table-wise plan of a small task (at most
 //                               16 tables by default) under the analytic model:
 //                               depth-first with symmetry breaking (search/exact.hpp)
@@ -65,8 +71,12 @@ using torchrec_planner =
     planner<analytic_cost, torchrec_like, default_constraint, neg_max_cost_reward>;
 template <cost_model Cost = analytic_cost>
 using basic_neuroshard_planner =
-    planner<Cost, column_beam, default_constraint, neg_max_cost_reward>;
+    planner<Cost, faithful_column_beam, default_constraint, neg_max_cost_reward>;
 using neuroshard_planner = basic_neuroshard_planner<>;
+template <cost_model Cost = analytic_cost>
+using basic_neuroshard_plus_planner =
+    planner<Cost, column_beam, default_constraint, neg_max_cost_reward>;
+using neuroshard_plus_planner = basic_neuroshard_plus_planner<>;
 template <cost_model Cost = analytic_cost>
 using basic_neuroshard_ls_planner =
     planner<Cost, local_search<column_beam>, default_constraint, neg_max_cost_reward>;

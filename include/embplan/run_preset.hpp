@@ -25,9 +25,10 @@ namespace embplan::inline EMBPLAN_ABI {
 
 namespace presets::detail {
 
-inline constexpr std::array<std::string_view, 10> names{
-    "random",        "size_greedy", "dim_greedy", "lookup_greedy", "size_lookup_greedy",
-    "random_search", "torchrec",    "neuroshard", "neuroshard_ls", "dreamshard"};
+inline constexpr std::array<std::string_view, 11> names{
+    "random",        "size_greedy", "dim_greedy", "lookup_greedy",   "size_lookup_greedy",
+    "random_search", "torchrec",    "neuroshard", "neuroshard_plus", "neuroshard_ls",
+    "dreamshard"};
 
 inline constexpr std::string_view rowwise_prefix = "rowwise_";
 
@@ -73,7 +74,7 @@ plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t see
 }  // namespace presets::detail
 
 // Runs the named preset on `t`. The planners that search on any cost model
-// (neuroshard, neuroshard_ls and their rowwise_ forms: NeuroShard's "pre-train,
+// (neuroshard, neuroshard_plus, neuroshard_ls and their rowwise_ forms: NeuroShard's "pre-train,
 // then search", §3) search on `model`, e.g. a learned neural_cost, by default
 // the analytic model; the others keep their own cost (the baselines are
 // defined by it). "dreamshard" runs models.dreamshard (a trained policy's
@@ -81,7 +82,7 @@ plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t see
 // 'preset_models.dreamshard' when that is empty. An unknown name throws
 // embplan::error naming the field 'planner', the value and the accepted names.
 // A template even without `model`, so that a TU that never calls it does not
-// instantiate the eighteen planners.
+// instantiate the twenty planners.
 template <cost_model Model = analytic_cost>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
                        const Model& model = Model{}, const preset_models& models = {}) {
@@ -97,6 +98,9 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
   if (base == "torchrec") return pd::run(torchrec_planner{}, rowwise, t, seed);
   if (base == "neuroshard") {
     return pd::run(basic_neuroshard_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
+  }
+  if (base == "neuroshard_plus") {
+    return pd::run(basic_neuroshard_plus_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
   }
   if (base == "neuroshard_ls") {
     return pd::run(basic_neuroshard_ls_planner<Model>(model, {}, {}, {}), rowwise, t, seed);

@@ -36,7 +36,7 @@ embplan::preset_models bundled_models() {
 
 TEST_CASE("preset names, in order") {
   const auto names = embplan::preset_names();
-  REQUIRE(names.size() == 10);
+  REQUIRE(names.size() == 11);
   CHECK(names[0] == "random");
   CHECK(names[1] == "size_greedy");
   CHECK(names[2] == "dim_greedy");
@@ -45,8 +45,9 @@ TEST_CASE("preset names, in order") {
   CHECK(names[5] == "random_search");
   CHECK(names[6] == "torchrec");
   CHECK(names[7] == "neuroshard");
-  CHECK(names[8] == "neuroshard_ls");
-  CHECK(names[9] == "dreamshard");
+  CHECK(names[8] == "neuroshard_plus");
+  CHECK(names[9] == "neuroshard_ls");
+  CHECK(names[10] == "dreamshard");
 }
 
 TEST_CASE("every preset gives a valid plan, the same for the same seed") {
@@ -130,7 +131,7 @@ TEST_CASE("an infeasible task is a failed plan that names the table") {
     CAPTURE(name);
     const auto r = embplan::run_preset(name, t, 0, embplan::analytic_cost{}, bundled_models());
     CHECK_FALSE(r.ok);
-    CHECK(r.failure.find("table 'user_ids' (index 3") != std::string::npos);
+    CHECK_MESSAGE(r.failure.find("table 'user_ids' (index 3") != std::string::npos, r.failure);
   }
 }
 

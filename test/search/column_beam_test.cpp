@@ -143,3 +143,92 @@ TEST_CASE("neuroshard planner: deterministic, and one planner serves 4 threads a
     CHECK(g.cache_hits == ref.cache_hits);
   }
 }
+
+TEST_CASE("column beam improvements: each switch changes the search somewhere") {
+  // Every improvement off but one, against all off (the authors' search):
+  // each switch must change the plan or the work on some of these tasks, and
+  // every plan stays valid. (Switch 5, clamped communication, needs a model
+  // that can predict below zero, and switch 6, exact bounds, a trajectory
+  // that reaches a bound the authors' doubles round down: the next test
+  // checks the bounds, the parity golden test the rest.)
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  using imp = embplan::column_beam_improvements;
+  const std::vector<std::pair<const char*, imp>> one_on{
+      {"splittable_candidates", {false, false, false, false, false, false}},
+      {"distinct_states", {false, true, false, false, false, false}},
+      {"unbounded_fallback", {false, false, true, false, false, false}},
+      {"rank_infeasible", {false, false, false, true, false, false}},
+  };
+  std::vector<embplan::task> tasks;
+  for (std::uint64_t seed = 0; seed < 12; ++seed)
+    tasks.push_back(search_task(40 + seed, 8 + 3 * seed, seed % 3 ? 4 : 2, 96u << 20));
+  // Tables wider than 1.5 x the mean device dim and unsplittable (12 columns):
+  // no bound of the grid fits them.
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    auto t = search_task(60 + seed, 3, 3);
+    t.tables[0].dim = 12;
+    t.tables[1].dim = 4;
+    t.tables[2].dim = 4;
+    tasks.push_back(std::move(t));
+  }
+  auto base = small;
+  base.improve = imp::none();
+  base.candidates = 3;
+  for (auto [label, improve] : one_on) {
+    const std::string name = label;
+    CAPTURE(name);
+    if (name == "splittable_candidates") improve.splittable_candidates = true;
+    auto with = base;
+    with.improve = improve;
+    int changed = 0;
+    for (const auto& t : tasks) {
+      const auto a = base.search(t, model, rule, reward, 0);
+      const auto b = with.search(t, model, rule, reward, 0);
+      if (a.ok)
+        CHECK_NOTHROW(embplan::validate(t, a.placement, {.dim_multiple = 4, .memory = true}));
+      if (b.ok)
+        CHECK_NOTHROW(embplan::validate(t, b.placement, {.dim_multiple = 4, .memory = true}));
+      if (a.ok != b.ok || a.placement != b.placement || a.cache_lookups != b.cache_lookups)
+        ++changed;
+    }
+    CHECK(changed > 0);
+  }
+}
+
+TEST_CASE("column beam: the authors' float grid bounds and the exact ones") {
+  // 400 columns on 4 devices, 11 grid points: 100, 105, 110, 115, ... exactly;
+  // in the authors' doubles 1.15 x 100 is 114.99999999999999 and 1.1 x 100 is
+  // 110.00000000000001.
+  const auto exact = embplan::search::detail::dim_bounds(400, 4, 11);
+  const auto authors = embplan::search::detail::python_dim_bounds(400, 4, 11);
+  REQUIRE(exact.size() == 11);
+  REQUIRE(authors.size() == 11);
+  CHECK(exact[2] == 110);
+  CHECK(authors[2] == 110);
+  CHECK(exact[3] == 115);
+  CHECK(authors[3] == 114);
+  for (std::size_t k : {0u, 1u, 4u, 10u})
+    CHECK(exact[k] == authors[k]);
+  // One grid point: the mean device dim alone.
+  CHECK(embplan::search::detail::python_dim_bounds(400, 4, 1) == std::vector<std::int64_t>{100});
+}
+
+TEST_CASE("faithful column beam: no plan where no grid bound fits and no split helps") {
+  // A 12-column table (unsplittable: halves of 6) on 3 devices with two
+  // 4-column tables: the bounds reach 1.5 x 20 / 3 = 10 < 12. The authors'
+  // search finds no plan; embplan's unbounded pass does.
+  auto t = search_task(5, 3, 3);
+  t.tables[0].dim = 12;
+  t.tables[1].dim = 4;
+  t.tables[2].dim = 4;
+  const embplan::analytic_cost model;
+  const auto faithful = embplan::faithful_column_beam{}.search(
+      t, model, embplan::default_constraint{}, embplan::neg_max_cost_reward{}, 0);
+  CHECK_FALSE(faithful.ok);
+  CHECK(faithful.failure.find("device dim at most") != std::string::npos);
+  const auto plus = embplan::column_beam{}.search(t, model, embplan::default_constraint{},
+                                                  embplan::neg_max_cost_reward{}, 0);
+  CHECK(plus.ok);
+}

@@ -138,6 +138,8 @@ void add_model_presets(std::vector<preset_case>& out, std::string_view name, con
 template <class Model>
 using neuroshard_on = embplan::basic_neuroshard_planner<Model>;
 template <class Model>
+using neuroshard_plus_on = embplan::basic_neuroshard_plus_planner<Model>;
+template <class Model>
 using neuroshard_ls_on = embplan::basic_neuroshard_ls_planner<Model>;
 
 struct bundled_models {
@@ -179,10 +181,12 @@ std::vector<preset_case> shared_presets(const bundled_models& m) {
       add_with_rowwise(out, name, embplan::random_search_planner{}, checked);
     } else if (name == "torchrec") {
       add_with_rowwise(out, name, embplan::torchrec_planner{}, checked);
-    } else if (name == "neuroshard" || name == "neuroshard_ls") {
+    } else if (name == "neuroshard" || name == "neuroshard_plus" || name == "neuroshard_ls") {
       const auto add = [&](const auto& model, const std::string& tag, bool beam_workers) {
         if (name == "neuroshard") {
           add_model_presets<neuroshard_on>(out, name, model, tag, beam_workers);
+        } else if (name == "neuroshard_plus") {
+          add_model_presets<neuroshard_plus_on>(out, name, model, tag, beam_workers);
         } else {
           add_model_presets<neuroshard_ls_on>(out, name, model, tag, beam_workers);
         }

@@ -50,6 +50,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -87,6 +88,9 @@ struct beam_state {
   grid_outcome result;
   std::uint64_t largest_piece_bytes = 0;
   std::size_t born = 0;  // generation order within its step
+  // The faithful mode's piece order: the authors' piece indices (the task's
+  // tables, then each split's upper half appended); empty otherwise.
+  std::vector<shard> by_index;
 };
 
 // (table, columns, rows) of every piece, sorted: equal for equal states.
@@ -98,6 +102,81 @@ inline std::vector<std::tuple<std::uint32_t, std::int32_t, std::int64_t, std::in
     out.emplace_back(p.s.table, p.s.cols(), p.s.row_begin, p.s.row_end);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// np.argpartition(values, kth) as NumPy 1.24 computes it for float64
+// (introselect: median-of-3 pivots, an O(n kth) selection for kth < 3, a max
+// scan for kth = n - 1): the permutation of 0 .. n-1 it returns, so that where
+// values tie, the same indices land on each side of kth. Checked against
+// NumPy 1.24.2 on 200,000 random arrays full of ties (n up to 140) and in
+// test/search/neuroshard_parity_test.cpp. NumPy switches to a
+// median-of-medians pivot after 2 log2(n) partitions; this keeps median-of-3
+// there (never reached in those checks: it takes an adversarial order).
+inline void numpy_argpartition(std::span<const double> v, std::size_t kth,
+                               std::vector<std::size_t>& t) {
+  const std::size_t n = v.size();
+  t.resize(n);
+  for (std::size_t i = 0; i < n; ++i)
+    t[i] = i;
+  if (n == 0) return;
+  const auto at = [&](std::ptrdiff_t i) { return v[t[static_cast<std::size_t>(i)]]; };
+  const auto swap = [&](std::ptrdiff_t i, std::ptrdiff_t j) {
+    std::swap(t[static_cast<std::size_t>(i)], t[static_cast<std::size_t>(j)]);
+  };
+  const auto k = static_cast<std::ptrdiff_t>(kth);
+  const auto last = static_cast<std::ptrdiff_t>(n) - 1;
+  if (k < 3) {
+    for (std::ptrdiff_t i = 0; i <= k; ++i) {
+      std::ptrdiff_t min_i = i;
+      double min_v = at(i);
+      for (std::ptrdiff_t j = i + 1; j <= last; ++j) {
+        if (at(j) < min_v) {
+          min_i = j;
+          min_v = at(j);
+        }
+      }
+      swap(i, min_i);
+    }
+    return;
+  }
+  if (k == last) {
+    std::ptrdiff_t max_i = 0;
+    double max_v = at(0);
+    for (std::ptrdiff_t j = 1; j <= last; ++j) {
+      if (!(at(j) < max_v)) {
+        max_i = j;
+        max_v = at(j);
+      }
+    }
+    swap(k, max_i);
+    return;
+  }
+  std::ptrdiff_t low = 0;
+  std::ptrdiff_t high = last;
+  while (low + 1 < high) {
+    std::ptrdiff_t ll = low + 1;
+    std::ptrdiff_t hh = high;
+    const std::ptrdiff_t mid = low + (high - low) / 2;
+    if (at(high) < at(mid)) swap(high, mid);
+    if (at(high) < at(low)) swap(high, low);
+    if (at(low) < at(mid)) swap(low, mid);
+    swap(mid, low + 1);
+    const double pivot = at(low);
+    for (;;) {
+      do {
+        ++ll;
+      } while (at(ll) < pivot);
+      do {
+        --hh;
+      } while (pivot < at(hh));
+      if (hh < ll) break;
+      swap(ll, hh);
+    }
+    swap(low, hh);
+    if (hh >= k) high = hh - 1;
+    if (hh <= k) low = ll;
+  }
+  if (low + 1 == high && at(high) < at(low)) swap(high, low);
 }
 
 // The two halves of piece `p` (lower columns first), unpriced.
@@ -130,6 +209,50 @@ inline std::vector<piece> split_piece(const std::vector<piece>& parent, std::siz
 
 }  // namespace search::detail
 
+// What embplan's search changes in NeuroShard's authors' code
+// (daochenzha/neuroshard, NeurSharder.shard; issue 22), each a switch. All
+// false is the authors' search decision for decision (faithful_column_beam,
+// the `neuroshard` preset); all true (the default of column_beam, the
+// `neuroshard_plus` preset) is embplan's.
+struct column_beam_improvements {
+  // 1. Split candidates: the top N splittable pieces by cost and by bytes,
+  //    each distinct piece once (equal columns and rows of one table are one
+  //    candidate). false: as the authors, the top N by bytes and the top N
+  //    by cost among ALL pieces (unsplittable ones and both halves of a split
+  //    table included), their union in piece-index order, unsplittable ones
+  //    then skipped — fewer candidates where small or twin pieces rank high.
+  bool splittable_candidates = true;
+  // 2. A state reached twice in one step is priced and kept once. false: as
+  //    the authors, every copy takes a place (all K slots can hold one state).
+  bool distinct_states = true;
+  // 3. Where no max-device-dim bound of the grid gives a plan, one more pass
+  //    without a bound. false: no plan for that state (the authors' (None, inf)).
+  bool unbounded_fallback = true;
+  // 4. States with no plan rank by their largest piece (the nearer to
+  //    fitting first). false: in generation order, as the authors' stable
+  //    sort on an infinite cost leaves them.
+  bool rank_infeasible = true;
+  // 5. Communication predictions below zero are clamped at 0. false: raw, as
+  //    the authors' simulator uses them (honoured by models with split
+  //    communication methods, e.g. neural_cost; others clamp as they do).
+  bool clamp_communication = true;
+  // 6. The grid's max-device-dim bounds as exact integers. false: computed in
+  //    doubles as the authors do ((1.0 + 0.05 k) x mean dim: 1.15 x 100 is
+  //    114.99999999999999 there, a bound of 114 where the exact one is 115).
+  bool exact_bounds = true;
+
+  static constexpr column_beam_improvements none() noexcept {
+    return {.splittable_candidates = false,
+            .distinct_states = false,
+            .unbounded_fallback = false,
+            .rank_infeasible = false,
+            .clamp_communication = false,
+            .exact_bounds = false};
+  }
+  static constexpr column_beam_improvements all() noexcept { return {}; }
+  constexpr bool operator==(const column_beam_improvements&) const = default;
+};
+
 struct column_beam {
   std::int32_t candidates = 10;  // N: top-N costly and top-N largest pieces per state
   std::int32_t width = 3;        // K: states kept per step
@@ -140,6 +263,8 @@ struct column_beam {
   // the search: the plan is the same for any count (only the cache counts
   // differ, each thread caching what it priced).
   std::int32_t threads = 1;
+  // Embplan's changes to the authors' search, each a switch (all on).
+  column_beam_improvements improve{};
 
   static constexpr bool uses_reward = true;  // ranks states and plans by reward.score
 
@@ -165,6 +290,9 @@ struct column_beam {
     search::detail::cost_cache cache;
     engine_type engine(t, model, rule, cache, score);
 
+    const search::detail::grid_rules rules{.exact_bounds = improve.exact_bounds,
+                                           .unbounded_fallback = improve.unbounded_fallback,
+                                           .clamp_communication = improve.clamp_communication};
     beam_state root;
     root.pieces.reserve(t.tables.size());
     for (std::size_t i = 0; i < t.tables.size(); ++i) {
@@ -172,8 +300,12 @@ struct column_beam {
       root.pieces.back().single_ms = engine.single_ms(root.pieces.back());
       root.key += root.pieces.back().key;
     }
+    if (!improve.splittable_candidates) {
+      for (const auto& p : root.pieces)
+        root.by_index.push_back(p.s);  // the task's table order
+    }
     std::sort(root.pieces.begin(), root.pieces.end(), search::detail::goes_first);
-    root.result = engine.run(root.pieces, grid, true);
+    root.result = engine.run(root.pieces, grid, true, rules);
     root.largest_piece_bytes = largest_bytes(root.pieces);
 
     std::vector<piece> best_pieces;
@@ -182,7 +314,23 @@ struct column_beam {
       best_pieces = root.pieces;
       best = root.result;
     }
-    const std::string root_failure = root.result.failure;
+    std::string root_failure = root.result.failure;
+    // Without the unbounded pass, the root's failure may be a dim bound's
+    // while the task's real obstacle (memory) lies beyond it: an unbounded
+    // pass for the message alone (it changes no result).
+    if (!root.result.ok && !improve.unbounded_fallback) {
+      auto unbounded = rules;
+      unbounded.unbounded_fallback = true;
+      const auto why = engine.run(root.pieces, grid, true, unbounded);
+      root_failure = why.ok
+                         ? root_failure +
+                               "; with no dim bound (column_beam_improvements::unbounded_fallback, "
+                               "which NeuroShard's code lacks) a table-wise plan exists"
+                         : why.failure +
+                               " (NeuroShard's table-wise step already fails under its dim "
+                               "bounds: " +
+                               root_failure + ")";
+    }
 
     // Threads beyond the calling one, each with its own cache and engine.
     struct worker {
@@ -202,11 +350,15 @@ struct column_beam {
     for (std::int32_t step = 0; step < steps; ++step) {
       children.clear();
       for (const auto& parent : beam) {
-        pick_candidates(parent.pieces, picks);
+        if (improve.splittable_candidates) {
+          pick_candidates(parent.pieces, picks);
+        } else {
+          pick_candidates_as_authors(parent, static_cast<std::size_t>(candidates), picks);
+        }
         for (const std::size_t at : picks) {
           auto half = search::detail::halves(t, parent.pieces[at]);
           const auto key = parent.key - parent.pieces[at].key + half.first.key + half.second.key;
-          if (seen(children, key, parent.pieces, at, half)) continue;
+          if (improve.distinct_states && seen(children, key, parent.pieces, at, half)) continue;
           half.first.single_ms = engine.single_ms(half.first);
           half.second.single_ms = engine.single_ms(half.second);
           beam_state child;
@@ -214,11 +366,21 @@ struct column_beam {
           child.key = key;
           child.born = children.size();
           child.largest_piece_bytes = largest_bytes(child.pieces);
+          if (!improve.splittable_candidates) {
+            // The authors' _col_wise_shard: the lower half keeps the piece's
+            // index, the upper half is appended.
+            child.by_index = parent.by_index;
+            const auto slot =
+                std::find(child.by_index.begin(), child.by_index.end(), parent.pieces[at].s) -
+                child.by_index.begin();
+            child.by_index[static_cast<std::size_t>(slot)] = half.first.s;
+            child.by_index.push_back(half.second.s);
+          }
           children.push_back(std::move(child));
         }
       }
       if (children.empty()) break;  // nothing left to split
-      price_children(children, engine, workers);
+      price_children(children, engine, workers, rules);
       // The best plan in generation order, as if priced one by one.
       for (const auto& child : children) {
         if (better(child.result, best)) {
@@ -226,12 +388,14 @@ struct column_beam {
           best_pieces = child.pieces;
         }
       }
-      std::sort(children.begin(), children.end(), [](const beam_state& a, const beam_state& b) {
+      const bool rank_infeasible = improve.rank_infeasible;
+      std::sort(children.begin(), children.end(), [&](const beam_state& a, const beam_state& b) {
         if (a.result.ok != b.result.ok) return a.result.ok;
         if (a.result.ok) {
           if (a.result.score != b.result.score) return a.result.score > b.result.score;
           return a.born < b.born;
         }
+        if (!rank_infeasible) return a.born < b.born;
         return std::tie(a.largest_piece_bytes, a.born) < std::tie(b.largest_piece_bytes, b.born);
       });
       if (children.size() > static_cast<std::size_t>(width))
@@ -276,11 +440,12 @@ struct column_beam {
   // hold exact figures), so the split of the work changes nothing.
   template <class Engine, class Worker>
   void price_children(std::vector<search::detail::beam_state>& children, Engine& engine,
-                      const std::vector<std::unique_ptr<Worker>>& workers) const {
+                      const std::vector<std::unique_ptr<Worker>>& workers,
+                      const search::detail::grid_rules& rules) const {
     std::atomic<std::size_t> next{0};
     const auto work = [&](auto& e) {
       for (std::size_t i = next++; i < children.size(); i = next++)
-        children[i].result = e.run(children[i].pieces, grid, false);
+        children[i].result = e.run(children[i].pieces, grid, false, rules);
     };
     const std::size_t helpers = std::min(workers.size(), children.size() - 1);
     if (helpers == 0) {
@@ -334,6 +499,51 @@ struct column_beam {
     return false;
   }
 
+  // Alg. 1 line 9 as the authors' code does it (improve.splittable_candidates
+  // off): with P pieces in their index order (the task's tables, each split's
+  // upper half appended), all of them where N > P, else the top N by bytes
+  // and the top N by single-piece cost among all P (np.argpartition), their
+  // union in index order (np.union1d); unsplittable ones skipped. Where the
+  // N-th and (N+1)-th rank tie (a split table's halves, equal in all but
+  // their columns), the pieces picked are those np.argpartition picks
+  // (numpy_argpartition): which twin is a candidate decides whether both are
+  // (the same state twice in the beam) or one.
+  // `picks` are places in parent.pieces, in generation order.
+  static void pick_candidates_as_authors(const search::detail::beam_state& parent, std::size_t n,
+                                         std::vector<std::size_t>& picks) {
+    const auto& by_index = parent.by_index;
+    const std::size_t count = by_index.size();
+    // piece place in parent.pieces of each index
+    std::vector<std::size_t> place(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto it =
+          std::find_if(parent.pieces.begin(), parent.pieces.end(),
+                       [&](const search::detail::piece& p) { return p.s == by_index[i]; });
+      place[i] = static_cast<std::size_t>(it - parent.pieces.begin());
+    }
+    std::vector<unsigned char> chosen(count, n > count ? 1 : 0);
+    if (n <= count) {
+      // The authors' sizes are bytes / 2^30 (exact in a double, so equal and
+      // ordered as the bytes), their costs the single-piece costs.
+      std::vector<double> value(count);
+      std::vector<std::size_t> perm;
+      const auto top = [&] {
+        search::detail::numpy_argpartition(value, count - n, perm);
+        for (std::size_t k = count - n; k < count; ++k)
+          chosen[perm[k]] = 1;
+      };
+      for (std::size_t i = 0; i < count; ++i)
+        value[i] = static_cast<double>(parent.pieces[place[i]].bytes);
+      top();
+      for (std::size_t i = 0; i < count; ++i)
+        value[i] = parent.pieces[place[i]].single_ms;
+      top();
+    }
+    picks.clear();
+    for (std::size_t i = 0; i < count; ++i)
+      if (chosen[i] && search::detail::splittable(by_index[i])) picks.push_back(place[i]);
+  }
+
   // Alg. 1 line 9: the top N splittable pieces by single-piece cost, then the
   // top N by bytes, each piece (up to equal columns and rows) once.
   void pick_candidates(const std::vector<search::detail::piece>& ps,
@@ -380,5 +590,15 @@ struct column_beam {
   }
 };
 static_assert(searcher<column_beam>);
+
+// NeuroShard's search as its authors' code makes it: column_beam with every
+// improvement off (column_beam_improvements::none()); the `neuroshard`
+// preset. Measured against their NeurSharder.shard on the same models and
+// tasks (test/search/neuroshard_parity_test.cpp), it returns their plans.
+struct faithful_column_beam : column_beam {
+  constexpr faithful_column_beam() noexcept { improve = column_beam_improvements::none(); }
+  std::string_view name() const noexcept { return "faithful_column_beam"; }
+};
+static_assert(searcher<faithful_column_beam>);
 
 }  // namespace embplan::inline EMBPLAN_ABI

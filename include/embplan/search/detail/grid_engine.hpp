@@ -42,8 +42,9 @@
 //    any other reward every complete plan is priced in full and scored.
 // When no bound of the grid yields a plan (a piece wider than 1.5 x the mean
 // device dim, or dims that do not pack), one more pass runs with no dim bound
-// (memory and the constraint only) — NeuroShard's code would return no plan;
-// the beam search then still compares it with its split states.
+// (memory and the constraint only) — NeuroShard's code would return no plan
+// (grid_rules::unbounded_fallback = false does as it does); the beam search
+// then still compares it with its split states.
 //
 // The devices are kept sorted by the greedy's key (cost, memory, index): a
 // step walks them from the cheapest to the first one the bound and the
@@ -130,6 +131,42 @@ inline bool greedy_first(double ca, std::uint64_t ba, const shard& a, double cb,
                          const shard& b) noexcept {
   return std::tie(cb, bb, b.table, b.col_begin, b.row_begin) <
          std::tie(ca, ba, a.table, a.col_begin, a.row_begin);
+}
+
+// How a grid run decides where NeuroShard's paper leaves room and its
+// authors' code (daochenzha/neuroshard, NeurSharder._table_wise_shard) chose
+// otherwise. The defaults are embplan's; column_beam's faithful mode sets
+// both false to make the authors' decisions.
+struct grid_rules {
+  // Bounds as exact integers (floor(total x (1 + k / (2 (M - 1))) / D), so
+  // 1.05 x 100 is 105); false: as the authors' floats, (1.0 + 0.05 k) x
+  // (total / D) in double, whose product can fall just below an integer.
+  bool exact_bounds = true;
+  // One more pass with no dim bound where no bound of the grid gave a plan;
+  // false: no plan (the authors' (None, inf)).
+  bool unbounded_fallback = true;
+  // Communication predictions below zero clamped at 0; false: raw, as the
+  // authors' simulator uses them (plan_pricer::set_clamp_communication).
+  bool clamp_communication = true;
+};
+
+// The integer bounds of an M-point grid over [from, to] x mean device dim,
+// ascending, without repeats, computed as NeuroShard's authors' code does:
+// step = (1.5 - 1.0) / (M - 1), bound = (1.0 + step x k) x (total / D), a
+// device dim d admitted while d <= bound, i.e. d <= floor(bound). Each
+// operation rounded on its own (std::fma(x, y, 0) is the rounded product, so
+// no contraction can fuse it with the addition).
+inline std::vector<std::int64_t> python_dim_bounds(std::int64_t total_cols, std::size_t devices,
+                                                   std::int32_t grid) {
+  std::vector<std::int64_t> out;
+  const double mean = static_cast<double>(total_cols) / static_cast<double>(devices);
+  const double step = grid > 1 ? (1.5 - 1.0) / static_cast<double>(grid - 1) : 0.0;
+  for (std::int32_t k = 0; k < grid; ++k) {
+    const double scale = 1.0 + std::fma(step, static_cast<double>(k), 0.0);
+    const auto b = static_cast<std::int64_t>(std::floor(std::fma(scale, mean, 0.0)));
+    if (out.empty() || b != out.back()) out.push_back(b);
+  }
+  return out;
 }
 
 // The integer bounds of an M-point grid over [from, to] x mean device dim,
@@ -319,10 +356,12 @@ class grid_engine {
 
   // Alg. 2 on `pieces`: the best plan (the Reward's order) over the grid of
   // `grid` bounds.
-  grid_outcome run(std::span<const piece> pieces, std::int32_t grid, bool want_message) {
+  grid_outcome run(std::span<const piece> pieces, std::int32_t grid, bool want_message,
+                   const grid_rules& rules = {}) {
     const std::size_t n = pieces.size();
     const std::size_t devices = t_.cluster.size();
     grid_outcome out;
+    pricer_.set_clamp_communication(rules.clamp_communication);
     prepare_order(pieces);
     min_cols_ = std::numeric_limits<std::int64_t>::max();
     for (const auto& p : pieces)
@@ -331,7 +370,8 @@ class grid_engine {
     std::int64_t total_cols = 0;
     for (const auto& p : pieces)
       total_cols += p.s.cols();
-    auto bounds = dim_bounds(total_cols, devices, grid);
+    auto bounds = rules.exact_bounds ? dim_bounds(total_cols, devices, grid)
+                                     : python_dim_bounds(total_cols, devices, grid);
 
     device_at_.assign(n, 0);
     prev_at_.assign(n, -1);
@@ -374,7 +414,8 @@ class grid_engine {
       ++bi;
       while (bi < bounds.size() && bounds[bi] < least)
         ++bi;
-      if (bi == bounds.size() && out.ok) break;  // the fallback only when nothing fit
+      // The fallback only when nothing fit, and only where asked for.
+      if (bi == bounds.size() && (out.ok || !rules.unbounded_fallback)) break;
       const std::int64_t next = bi < bounds.size() ? bounds[bi] : no_dim_bound;
       std::size_t r = 0;
       while (binds_[r].critical > next)
