@@ -17,6 +17,7 @@
 #include "embplan/rl/ragged_softmax.hpp"
 #include "embplan/rl/reinforce.hpp"
 #include "nn/gradient_check.hpp"
+#include "support/golden_tensor.hpp"
 #include "support/message_of.hpp"
 
 namespace nn = embplan::nn;
@@ -104,12 +105,8 @@ embplan::io::safetensors_file golden() {
                                        "/test/rl/golden/dreamshard_policy_golden.safetensors");
 }
 
-// A golden tensor as a [rows, cols] matrix: leading dimensions fold into rows.
 matrix as_matrix(const embplan::io::safetensors_file& f, const std::string& name) {
-  const auto& t = f.tensors.at(name);
-  const Eigen::Index cols = t.shape.size() < 2 ? 1 : static_cast<Eigen::Index>(t.shape.back());
-  const Eigen::Index rows = static_cast<Eigen::Index>(t.values.size()) / cols;
-  return Eigen::Map<const matrix>(t.values.data(), rows, cols);
+  return embplan::test::golden_rows(f, name);
 }
 
 std::vector<std::int64_t> as_ints(const embplan::io::safetensors_file& f, const std::string& name) {
