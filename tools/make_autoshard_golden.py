@@ -18,6 +18,12 @@ tables on 4 shards:
   logits [7, 4], value [7]    the policy logits and the value head per step
   cost [4]                    the cost head on each shard's summed table
                               latents at the end
+  w_logits [7, 4], w_value [7]
+                              weights of a loss sum(w_logits * logits) +
+                              sum(w_value * value) over the episode
+  grad_index.<param> (I64) [16], grad_value.<param> [16]
+                              16 entries (flat indices) of d loss / d param
+                              for every parameter but the cost head's
 The forward is written here from the paper (Appendix, "Architecture of the
 policy-value network") following the structure of the authors' Net.forward
 (state = [table latent, relu(s_fc_0)], LSTM, baseline from its output; an
@@ -98,7 +104,36 @@ def main():
         final.index_add_(0, assignment, net.latent(tables))
         cost = net.c_fc_1(F.relu(net.c_fc_0(final))).view(-1)
 
+    # Gradients of loss = sum(w_logits * logits) + sum(w_value * value) over
+    # the episode (the LSTM from zero state), 16 entries of each parameter
+    # (the cost head gets none): flat indices and values.
+    w_logits = torch.randn(STEPS, SHARDS, generator=gen).half().float()
+    w_value = torch.randn(STEPS, generator=gen).half().float()
+    core_state = (torch.zeros(2, 1, 64), torch.zeros(2, 1, 64))
+    loss = 0.0
+    for t in range(STEPS):
+        held = [[i for i in range(t) if int(assignment[i]) == s] for s in range(SHARDS)]
+        rows = [i for s in range(SHARDS) for i in held[s]]
+        counts = torch.tensor([len(h) for h in held], dtype=torch.int64)
+        held_x = tables[rows] if rows else torch.zeros(0, FEATURES)
+        lg, v, core_state = net.step(tables[t:t + 1], state_other[t:t + 1], held_x, counts,
+                                     actions_other[t].view(SHARDS, 1), core_state)
+        loss = loss + (w_logits[t] * lg).sum() + w_value[t] * v
+    net.zero_grad()
+    loss.backward()
+    grads = {}
+    for name, prm in net.named_parameters():
+        if name.startswith("c_fc"):
+            continue
+        flat = prm.grad.reshape(-1)
+        idx = torch.randperm(flat.numel(), generator=gen)[:16]
+        grads[f"grad_index.{name}"] = idx.to(torch.int64)
+        grads[f"grad_value.{name}"] = flat[idx].detach().clone()
+
     tensors = {f"net.{k}": v.half() for k, v in net.state_dict().items()}
+    tensors.update(grads)
+    tensors["w_logits"] = w_logits.half()
+    tensors["w_value"] = w_value.half()
     tensors.update({
         "tables": tables.half(),
         "state_other": state_other.half(),

@@ -191,3 +191,204 @@ TEST_CASE("autoshard_inference: inputs of the wrong shape name the field and the
             .find("'autoshard_step_input.held_tables.shape' = \"[3, 21]\": expected [2, 21]") !=
         std::string::npos);
 }
+
+namespace autoshard_net_test {
+
+// An episode of `steps` steps on `shards` shards with random tables and a
+// random assignment, in the learner's layout.
+embplan::rl::autoshard_episode random_episode(Eigen::Index steps, Eigen::Index shards,
+                                              embplan::rng& gen) {
+  embplan::rl::autoshard_episode ep;
+  ep.tables.resize(steps, 21);
+  for (Eigen::Index i = 0; i < ep.tables.size(); ++i)
+    ep.tables.data()[i] = static_cast<float>(gen.uniform(-1.0, 1.0));
+  ep.state_other.resize(steps, 1);
+  std::vector<Eigen::Index> shard_of;
+  std::vector<Eigen::Index> rows;
+  for (Eigen::Index t = 0; t < steps; ++t) {
+    ep.state_other(t, 0) = static_cast<float>(steps - t) / static_cast<float>(steps);
+    ep.action_count.push_back(shards);
+    for (Eigen::Index s = 0; s < shards; ++s) {
+      std::int64_t count = 0;
+      for (Eigen::Index i = 0; i < t; ++i) {
+        if (shard_of[static_cast<std::size_t>(i)] == s) {
+          rows.push_back(i);
+          ++count;
+        }
+      }
+      ep.held_count.push_back(count);
+    }
+    shard_of.push_back(static_cast<Eigen::Index>(gen.uniform(0.0, double(shards))) % shards);
+  }
+  ep.held_tables.resize(static_cast<Eigen::Index>(rows.size()), 21);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    ep.held_tables.row(static_cast<Eigen::Index>(r)) = ep.tables.row(rows[r]);
+  ep.actions_other.resize(steps * shards, 1);
+  for (Eigen::Index i = 0; i < ep.actions_other.rows(); ++i)
+    ep.actions_other(i, 0) = static_cast<float>(gen.uniform(0.0, 3.0));
+  return ep;
+}
+
+}  // namespace autoshard_net_test
+
+TEST_CASE("autoshard_forward: the episode's logits and values are the step-by-step ones") {
+  using namespace autoshard_net_test;
+  const auto net = random_net(21);
+  embplan::rng gen(4);
+  const auto ep = random_episode(5, 3, gen);
+  embplan::rl::autoshard_tape tape;
+  embplan::rl::autoshard_forward(net, ep, tape);
+  REQUIRE(tape.logits.rows() == 15);
+  REQUIRE(tape.values.rows() == 5);
+  embplan::rl::autoshard_inference run(net);
+  Eigen::Index held_row = 0;
+  for (Eigen::Index t = 0; t < 5; ++t) {
+    CAPTURE(t);
+    std::int64_t held = 0;
+    for (Eigen::Index s = 0; s < 3; ++s)
+      held += ep.held_count[static_cast<std::size_t>(3 * t + s)];
+    const matrix rows = ep.held_tables.middleRows(held_row, held);
+    held_row += held;
+    const matrix other = ep.actions_other.middleRows(3 * t, 3);
+    const auto out = run.step({.table = ep.tables.row(t),
+                               .state_other = ep.state_other.row(t),
+                               .held_tables = rows,
+                               .shard_tables = std::span<const std::int64_t>(ep.held_count)
+                                                   .subspan(static_cast<std::size_t>(3 * t), 3),
+                               .actions_other = other});
+    CHECK(out.value == doctest::Approx(tape.values(t, 0)).epsilon(1e-5));
+    for (Eigen::Index s = 0; s < 3; ++s)
+      CHECK(out.logits[static_cast<std::size_t>(s)] ==
+            doctest::Approx(tape.logits(3 * t + s, 0)).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("autoshard_backward: gradients against central differences") {
+  // A central difference is only a derivative where no ReLU flips between
+  // w - eps and w + eps (at a kink it measures the jump): an entry whose
+  // perturbation flips one, anywhere in the network, is not judged; every
+  // judged entry must agree, and most entries must be judged.
+  using namespace autoshard_net_test;
+  auto net = random_net(33);
+  embplan::rng gen(8);
+  const auto ep = random_episode(4, 3, gen);
+  matrix wl(12, 1), wv(4, 1);
+  for (Eigen::Index i = 0; i < 12; ++i)
+    wl(i, 0) = static_cast<float>(gen.uniform(-1.0, 1.0));
+  for (Eigen::Index i = 0; i < 4; ++i)
+    wv(i, 0) = static_cast<float>(gen.uniform(-1.0, 1.0));
+  // The loss, and which ReLU outputs are positive.
+  const auto run = [&](std::vector<bool>& active) {
+    embplan::rl::autoshard_tape t;
+    embplan::rl::autoshard_forward(net, ep, t);
+    active.clear();
+    for (const matrix* m : {&t.t0, &t.e, &t.o, &t.b0, &t.ht0, &t.he, &t.q, &t.p0, &t.p1, &t.p2})
+      for (Eigen::Index k = 0; k < m->size(); ++k)
+        active.push_back(m->data()[k] > 0.0f);
+    return (wl.cast<double>().array() * t.logits.cast<double>().array()).sum() +
+           (wv.cast<double>().array() * t.values.cast<double>().array()).sum();
+  };
+  embplan::rl::autoshard_tape tape;
+  embplan::rl::autoshard_forward(net, ep, tape);
+  auto grad = embplan::nn::zeros_like(net);
+  embplan::rl::autoshard_backward(net, ep, tape, wl, wv, grad);
+  auto analytic = grad.named_parameters();
+  auto params = net.named_parameters();
+  REQUIRE(analytic.size() == params.size());
+  std::size_t judged = 0;
+  std::size_t sampled = 0;
+  std::vector<bool> base, up_active, down_active;
+  (void)run(base);
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    const std::string name = params[p].first;
+    CAPTURE(name);
+    matrix& w = *params[p].second;
+    const matrix& g = *analytic[p].second;
+    if (name.rfind("c_fc", 0) == 0) {  // the cost head is not on this loss
+      CHECK(g.cwiseAbs().maxCoeff() == 0.0f);
+      continue;
+    }
+    for (int k = 0; k < 8; ++k) {
+      const auto i = static_cast<Eigen::Index>(gen.uniform(0.0, double(w.size()))) % w.size();
+      const float saved = w.data()[i];
+      const float eps = 1e-2f;
+      w.data()[i] = saved + eps;
+      const double up = run(up_active);
+      w.data()[i] = saved - eps;
+      const double down = run(down_active);
+      w.data()[i] = saved;
+      ++sampled;
+      if (up_active != base || down_active != base) continue;  // a kink in between
+      ++judged;
+      const double numeric = (up - down) / (2.0 * eps);
+      const double a = g.data()[i];
+      CAPTURE(i);
+      CHECK(std::abs(a - numeric) <= 1e-2 * std::max(std::abs(a), std::abs(numeric)) + 2e-4);
+    }
+  }
+  CHECK(judged * 2 >= sampled);
+  MESSAGE("judged " << judged << " of " << sampled << " entries");
+}
+
+TEST_CASE("autoshard_backward: PyTorch's gradients on the golden episode") {
+  using namespace autoshard_net_test;
+  const auto f = golden();
+  embplan::nn::autoshard_net net(21, 1, 1);
+  embplan::nn::load_state_dict(net, f, "net");
+  // The golden episode in the learner's layout.
+  const matrix tables = tensor(f, "tables");
+  const matrix actions_other = tensor(f, "actions_other");  // [7, 4]
+  std::vector<std::int64_t> assignment;
+  for (const float a : f.tensors.at("assignment").values)
+    assignment.push_back(static_cast<std::int64_t>(a));
+  embplan::rl::autoshard_episode ep;
+  ep.tables = tables;
+  ep.state_other = tensor(f, "state_other");
+  ep.actions_other.resize(28, 1);
+  std::vector<Eigen::Index> rows;
+  for (Eigen::Index t = 0; t < 7; ++t) {
+    ep.action_count.push_back(4);
+    for (Eigen::Index s = 0; s < 4; ++s) {
+      ep.actions_other(4 * t + s, 0) = actions_other(t, s);
+      std::int64_t count = 0;
+      for (Eigen::Index i = 0; i < t; ++i) {
+        if (assignment[static_cast<std::size_t>(i)] == s) {
+          rows.push_back(i);
+          ++count;
+        }
+      }
+      ep.held_count.push_back(count);
+    }
+  }
+  ep.held_tables.resize(static_cast<Eigen::Index>(rows.size()), 21);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    ep.held_tables.row(static_cast<Eigen::Index>(r)) = tables.row(rows[r]);
+  embplan::rl::autoshard_tape tape;
+  embplan::rl::autoshard_forward(net, ep, tape);
+  const matrix logits = tensor(f, "logits");
+  for (Eigen::Index i = 0; i < 28; ++i)
+    CHECK(tape.logits(i, 0) == doctest::Approx(logits(i / 4, i % 4)).epsilon(1e-5).scale(1.0));
+  const matrix wl4 = tensor(f, "w_logits");
+  matrix wl(28, 1);
+  for (Eigen::Index i = 0; i < 28; ++i)
+    wl(i, 0) = wl4(i / 4, i % 4);
+  auto grad = embplan::nn::zeros_like(net);
+  embplan::rl::autoshard_backward(net, ep, tape, wl, tensor(f, "w_value"), grad);
+  std::size_t checked = 0;
+  for (const auto& [name, g] : grad.named_parameters()) {
+    CAPTURE(name);
+    if (name.rfind("c_fc", 0) == 0) continue;
+    const auto& idx = f.tensors.at("grad_index." + name).values;
+    const auto& val = f.tensors.at("grad_value." + name).values;
+    REQUIRE(idx.size() == static_cast<std::size_t>(std::min<Eigen::Index>(16, g->size())));
+    float scale = 0.0f;
+    for (const float v : val)
+      scale = std::max(scale, std::abs(v));
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const auto i = static_cast<Eigen::Index>(idx[k]);
+      CHECK(std::abs(g->data()[i] - val[k]) <= 1e-4f * scale + 1e-6f);
+    }
+    ++checked;
+  }
+  CHECK(checked == 28);  // every parameter tensor but the cost head's four
+}

@@ -214,4 +214,208 @@ class autoshard_inference {
       p1_, p2_, logit_;
 };
 
+// ------------------------------------------------------------ training
+// One episode of T steps as the learner sees it (batch 1, the LSTM from zero
+// state): step t's upcoming table and state features, the tables every shard
+// held before step t (stacked step by step, shard by shard), and its actions'
+// other features. A step may have any number of actions (>= 1).
+struct autoshard_episode {
+  nn::matrix tables;                       // [T, table features]
+  nn::matrix state_other;                  // [T, state_other features]
+  nn::matrix held_tables;                  // [R, table features]
+  std::vector<std::int64_t> action_count;  // [T]: actions (shards) of step t
+  std::vector<std::int64_t> held_count;    // [sum of action_count]: tables of each (step, action)
+  nn::matrix actions_other;                // [sum of action_count, actions_other features]
+};
+
+// The forward record autoshard_backward reads.
+struct autoshard_tape {
+  nn::matrix t0, e, o, z;                // upcoming tables: t_fc_0 out, latents; s_fc_0; [e, o]
+  nn::lstm_tape core;                    // over z
+  nn::matrix b0;                         // value head hidden
+  nn::matrix ht0, he;                    // held tables: t_fc_0 out, latents
+  nn::matrix q, u, hrep, x, p0, p1, p2;  // actions, [m, q], h per action, policy input, hidden
+  nn::matrix logits;                     // [sum of action_count, 1]
+  nn::matrix values;                     // [T, 1]
+};
+
+namespace detail {
+
+inline void require_episode(const nn::autoshard_net& n, const autoshard_episode& ep) {
+  const auto steps = ep.tables.rows();
+  const auto fail_shape = [](const char* field, Eigen::Index r, Eigen::Index c, Eigen::Index wr,
+                             Eigen::Index wc) {
+    if (r != wr || c != wc) {
+      embplan::detail::fail(std::string("autoshard_episode.") + field + ".shape",
+                            "[" + std::to_string(r) + ", " + std::to_string(c) + "]",
+                            "[" + std::to_string(wr) + ", " + std::to_string(wc) + "]");
+    }
+  };
+  const Eigen::Index features = n.t_fc_0.weight.cols();
+  fail_shape("tables", steps, ep.tables.cols(), steps, features);
+  fail_shape("state_other", ep.state_other.rows(), ep.state_other.cols(), steps,
+             n.s_fc_0.weight.cols());
+  if (static_cast<Eigen::Index>(ep.action_count.size()) != steps) {
+    embplan::detail::fail("autoshard_episode.action_count.size", ep.action_count.size(),
+                          "one entry per step (" + std::to_string(steps) + ")");
+  }
+  std::int64_t actions = 0;
+  for (std::size_t t = 0; t < ep.action_count.size(); ++t) {
+    if (ep.action_count[t] < 1) {
+      embplan::detail::fail("autoshard_episode.action_count[" + std::to_string(t) + "]",
+                            ep.action_count[t], "at least one action");
+    }
+    actions += ep.action_count[t];
+  }
+  if (static_cast<std::int64_t>(ep.held_count.size()) != actions) {
+    embplan::detail::fail("autoshard_episode.held_count.size", ep.held_count.size(),
+                          "one entry per (step, action) (" + std::to_string(actions) + ")");
+  }
+  std::int64_t held = 0;
+  for (std::size_t k = 0; k < ep.held_count.size(); ++k) {
+    if (ep.held_count[k] < 0) {
+      embplan::detail::fail("autoshard_episode.held_count[" + std::to_string(k) + "]",
+                            ep.held_count[k], "a table count >= 0");
+    }
+    held += ep.held_count[k];
+  }
+  fail_shape("held_tables", ep.held_tables.rows(), held == 0 ? features : ep.held_tables.cols(),
+             held, features);
+  fail_shape("actions_other", ep.actions_other.rows(), ep.actions_other.cols(), actions,
+             n.a_fc_0.weight.cols());
+}
+
+// y = relu(layer(x)).
+template <class = void>
+void relu_layer(const nn::linear& layer, const Eigen::Ref<const nn::matrix>& x, nn::matrix& y) {
+  layer.forward(x, y);
+  nn::relu_inplace(y);
+}
+
+// dy given for y = relu(layer(x)): parameter gradients into g, dx if asked.
+template <class = void>
+void relu_layer_backward(const nn::linear& layer, const Eigen::Ref<const nn::matrix>& x,
+                         const nn::matrix& y, nn::matrix dy, nn::linear& g, nn::matrix* dx) {
+  nn::relu_backward(y, dy);
+  layer.backward(x, dy, g, dx);
+}
+
+}  // namespace detail
+
+// The whole episode's logits (one per (step, action), step-major) and
+// values, as autoshard_inference gives them step by step, recorded for
+// autoshard_backward. Bad input names the field (autoshard_episode.*).
+template <class = void>
+void autoshard_forward(const nn::autoshard_net& n, const autoshard_episode& ep,
+                       autoshard_tape& tp) {
+  detail::require_episode(n, ep);
+  const Eigen::Index steps = ep.tables.rows();
+  const Eigen::Index actions = ep.actions_other.rows();
+  detail::relu_layer(n.t_fc_0, ep.tables, tp.t0);
+  detail::relu_layer(n.t_fc_1, tp.t0, tp.e);
+  detail::relu_layer(n.s_fc_0, ep.state_other, tp.o);
+  tp.z.resize(steps, tp.e.cols() + tp.o.cols());
+  tp.z << tp.e, tp.o;
+  n.core.forward(tp.z, 1, nullptr, tp.core);
+  const nn::matrix& h = tp.core.output();
+  detail::relu_layer(n.b_fc_0, h, tp.b0);
+  n.b_fc_1.forward(tp.b0, tp.values);
+
+  const Eigen::Index latent = n.t_fc_1.weight.rows();
+  const Eigen::Index width = h.cols();
+  nn::matrix m = nn::matrix::Zero(actions, latent);
+  if (ep.held_tables.rows() > 0) {
+    detail::relu_layer(n.t_fc_0, ep.held_tables, tp.ht0);
+    detail::relu_layer(n.t_fc_1, tp.ht0, tp.he);
+    Eigen::Index row = 0;
+    for (Eigen::Index a = 0; a < actions; ++a)
+      for (std::int64_t k = 0; k < ep.held_count[static_cast<std::size_t>(a)]; ++k, ++row)
+        m.row(a) += tp.he.row(row);
+  } else {
+    tp.ht0.resize(0, n.t_fc_0.weight.rows());
+    tp.he.resize(0, latent);
+  }
+  detail::relu_layer(n.a_fc_0, ep.actions_other, tp.q);
+  tp.u.resize(actions, width);
+  tp.u << m, tp.q;
+  tp.hrep.resize(actions, width);
+  Eigen::Index a = 0;
+  for (Eigen::Index t = 0; t < steps; ++t)
+    for (std::int64_t k = 0; k < ep.action_count[static_cast<std::size_t>(t)]; ++k, ++a)
+      tp.hrep.row(a) = h.row(t);
+  tp.x.resize(actions, 3 * width);
+  tp.x << tp.hrep, tp.u, (tp.hrep.array() * tp.u.array()).matrix();
+  detail::relu_layer(n.p_fc_0, tp.x, tp.p0);
+  detail::relu_layer(n.p_fc_1, tp.p0, tp.p1);
+  detail::relu_layer(n.p_fc_2, tp.p1, tp.p2);
+  n.p_fc_3.forward(tp.p2, tp.logits);
+}
+
+// Backpropagation of dL/dlogits [actions, 1] and dL/dvalues [T, 1] through
+// the episode recorded in `tp` (by autoshard_forward on the same network and
+// episode): parameter gradients accumulate into `grad` (a network of the
+// same shape, e.g. nn::zeros_like(net)). The cost head gets none (it is
+// trained on the cost data, autoshard_cost_backward's business).
+template <class = void>
+void autoshard_backward(const nn::autoshard_net& n, const autoshard_episode& ep, autoshard_tape& tp,
+                        const Eigen::Ref<const nn::matrix>& dlogits,
+                        const Eigen::Ref<const nn::matrix>& dvalues, nn::autoshard_net& grad) {
+  const Eigen::Index steps = ep.tables.rows();
+  const Eigen::Index actions = tp.logits.rows();
+  if (dlogits.rows() != actions || dlogits.cols() != 1) {
+    embplan::detail::fail("autoshard_backward.dlogits.rows", dlogits.rows(),
+                          std::to_string(actions) + " (one per (step, action)), 1 column");
+  }
+  if (dvalues.rows() != steps || dvalues.cols() != 1) {
+    embplan::detail::fail("autoshard_backward.dvalues.rows", dvalues.rows(),
+                          std::to_string(steps) + " (one per step), 1 column");
+  }
+  const Eigen::Index width = tp.hrep.cols();
+  const Eigen::Index latent = n.t_fc_1.weight.rows();
+  // Policy MLP.
+  nn::matrix d2, d1, d0, dx;
+  n.p_fc_3.backward(tp.p2, dlogits, grad.p_fc_3, &d2);
+  detail::relu_layer_backward(n.p_fc_2, tp.p1, tp.p2, std::move(d2), grad.p_fc_2, &d1);
+  detail::relu_layer_backward(n.p_fc_1, tp.p0, tp.p1, std::move(d1), grad.p_fc_1, &d0);
+  detail::relu_layer_backward(n.p_fc_0, tp.x, tp.p0, std::move(d0), grad.p_fc_0, &dx);
+  // x = [hrep, u, hrep * u].
+  const nn::matrix dprod = dx.rightCols(width);
+  const nn::matrix dhrep = dx.leftCols(width) + (dprod.array() * tp.u.array()).matrix();
+  const nn::matrix du = dx.middleCols(width, width) + (dprod.array() * tp.hrep.array()).matrix();
+  // Actions: u = [m, q].
+  detail::relu_layer_backward(n.a_fc_0, ep.actions_other, tp.q, du.rightCols(width - latent),
+                              grad.a_fc_0, nullptr);
+  if (tp.he.rows() > 0) {
+    nn::matrix dhe(tp.he.rows(), latent);
+    Eigen::Index row = 0;
+    for (Eigen::Index a = 0; a < actions; ++a)
+      for (std::int64_t k = 0; k < ep.held_count[static_cast<std::size_t>(a)]; ++k, ++row)
+        dhe.row(row) = du.block(a, 0, 1, latent);
+    nn::matrix dht0;
+    detail::relu_layer_backward(n.t_fc_1, tp.ht0, tp.he, std::move(dhe), grad.t_fc_1, &dht0);
+    detail::relu_layer_backward(n.t_fc_0, ep.held_tables, tp.ht0, std::move(dht0), grad.t_fc_0,
+                                nullptr);
+  }
+  // dL/dh: every action of a step, and the value head.
+  nn::matrix dh = nn::matrix::Zero(steps, width);
+  Eigen::Index a = 0;
+  for (Eigen::Index t = 0; t < steps; ++t)
+    for (std::int64_t k = 0; k < ep.action_count[static_cast<std::size_t>(t)]; ++k, ++a)
+      dh.row(t) += dhrep.row(a);
+  nn::matrix db0, dh_value;
+  n.b_fc_1.backward(tp.b0, dvalues, grad.b_fc_1, &db0);
+  detail::relu_layer_backward(n.b_fc_0, tp.core.output(), tp.b0, std::move(db0), grad.b_fc_0,
+                              &dh_value);
+  dh += dh_value;
+  // LSTM, then the state: z = [e, o].
+  nn::matrix dz;
+  n.core.backward(tp.z, tp.core, dh, nullptr, grad.core, &dz, nullptr);
+  nn::matrix de = dz.leftCols(latent);
+  nn::matrix dt0;
+  detail::relu_layer_backward(n.t_fc_1, tp.t0, tp.e, std::move(de), grad.t_fc_1, &dt0);
+  detail::relu_layer_backward(n.t_fc_0, ep.tables, tp.t0, std::move(dt0), grad.t_fc_0, nullptr);
+  detail::relu_layer_backward(n.s_fc_0, ep.state_other, tp.o, dz.rightCols(dz.cols() - latent),
+                              grad.s_fc_0, nullptr);
+}
+
 }  // namespace embplan::inline EMBPLAN_ABI::rl
