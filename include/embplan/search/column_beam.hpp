@@ -24,7 +24,10 @@
 // "Cheapest" is the Reward's order (uses_reward): a state ranks by the
 // reward.score of its grid search's best plan, the answer is the plan scored
 // highest. Under neg_max_cost_reward that is the paper's cheapest.
-// Where Alg. 1 leaves things open, we choose:
+// Where Alg. 1 leaves things open, we choose (each choice that differs from
+// the authors' code, daochenzha/neuroshard's NeurSharder.shard, is a switch of
+// column_beam_improvements below; faithful_column_beam turns them all off and
+// returns the authors' plans: test/search/neuroshard_parity_test.cpp):
 //   - the unsplit state is priced first and is the plan to beat, so the result
 //     never scores below grid_greedy's table-wise plan under the same reward;
 //   - a state whose grid search finds no plan (memory) ranks after every state

@@ -136,7 +136,7 @@ inline bool greedy_first(double ca, std::uint64_t ba, const shard& a, double cb,
 // How a grid run decides where NeuroShard's paper leaves room and its
 // authors' code (daochenzha/neuroshard, NeurSharder._table_wise_shard) chose
 // otherwise. The defaults are embplan's; column_beam's faithful mode sets
-// both false to make the authors' decisions.
+// all three false to make the authors' decisions.
 struct grid_rules {
   // Bounds as exact integers (floor(total x (1 + k / (2 (M - 1))) / D), so
   // 1.05 x 100 is 105); false: as the authors' floats, (1.0 + 0.05 k) x
