@@ -7,6 +7,10 @@
 //   finish() alone, the head after the first layer's sum (a planner's cost
 //   per placement, search/piecewise.hpp), and term(), one table's share of
 //   the head's first layer (paid once per piece);
+// - one row through NeuroShard's forward communication-cost network
+//   (2 x devices inputs, 128-64-32-16, one output per device; 4 and 8
+//   devices) as neural_comm ran it on Eigen (normalise, mlp::forward with a
+//   tape) and through packed_comm_cost_net on each kernel;
 // - the same for 1,000 devices of 10 tables in one batched call;
 // - one step of AutoShard's two-layer LSTM policy (hidden 64, input 64; and
 //   hidden 128), batch 1;
@@ -15,14 +19,17 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "embplan/core/random.hpp"
 #include "embplan/nn/adam.hpp"
+#include "embplan/nn/comm_cost_net.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/lstm.hpp"
 #include "embplan/nn/module.hpp"
+#include "embplan/nn/packed_comm_cost_net.hpp"
 #include "embplan/nn/packed_compute_cost_net.hpp"
 
 namespace {
@@ -100,6 +107,46 @@ void bm_packed_term(benchmark::State& state, embplan::nn::simd_kernel kernel) {
   for (auto _ : state) {
     net.term(x.data(), out.data());
     benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(std::string(to_string(net.kernel())));
+}
+
+// The forward comm net of `devices` devices, its normaliser fitted on dim
+// sums and skews of the magnitudes neural_comm feeds.
+embplan::nn::comm_cost_net comm_shape_net(Eigen::Index devices) {
+  embplan::nn::comm_cost_net net({.features = 2 * devices, .outputs = devices}, 13);
+  matrix stats = random_matrix(100, 2 * devices, 14);
+  stats.array() = (stats.array() + 1.0f) * 1000.0f;
+  net.feature_norm = embplan::nn::normalizer::fit(stats);
+  return net;
+}
+
+void bm_comm_cost_row(benchmark::State& state) {
+  const auto net = comm_shape_net(state.range(0));
+  const matrix x = ((random_matrix(1, 2 * state.range(0), 15).array() + 1.0f) * 1000.0f).matrix();
+  matrix normalised;
+  embplan::nn::mlp_tape tape;
+  for (auto _ : state) {
+    net.feature_norm.apply(x, normalised);
+    net.hidden.forward(normalised, tape);
+    benchmark::DoNotOptimize(tape.output().data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void bm_packed_comm_cost_row(benchmark::State& state, embplan::nn::simd_kernel kernel) {
+  if (!embplan::nn::simd_kernel_supported(kernel)) {
+    state.SkipWithError("kernel not supported on this CPU");
+    return;
+  }
+  const embplan::nn::packed_comm_cost_net net(comm_shape_net(state.range(0)), kernel);
+  const matrix x = ((random_matrix(1, 2 * state.range(0), 15).array() + 1.0f) * 1000.0f).matrix();
+  std::vector<float> y(net.outputs());
+  for (auto _ : state) {
+    net(std::span<const float>(x.data(), net.features()), y);
+    benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations());
@@ -197,6 +244,19 @@ BENCHMARK_CAPTURE(bm_packed_term, scalar, embplan::nn::simd_kernel::scalar)
 BENCHMARK_CAPTURE(bm_packed_term, avx2, embplan::nn::simd_kernel::avx2)
     ->Unit(benchmark::kNanosecond);
 BENCHMARK_CAPTURE(bm_packed_term, avx512, embplan::nn::simd_kernel::avx512)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK(bm_comm_cost_row)->Arg(4)->Arg(8)->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_comm_cost_row, scalar, embplan::nn::simd_kernel::scalar)
+    ->Arg(4)
+    ->Arg(8)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_comm_cost_row, avx2, embplan::nn::simd_kernel::avx2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Unit(benchmark::kNanosecond);
+BENCHMARK_CAPTURE(bm_packed_comm_cost_row, avx512, embplan::nn::simd_kernel::avx512)
+    ->Arg(4)
+    ->Arg(8)
     ->Unit(benchmark::kNanosecond);
 BENCHMARK(bm_compute_cost_device_from_latents)->Arg(10)->Unit(benchmark::kMicrosecond);
 BENCHMARK(bm_compute_cost_batched)->Arg(1000)->Unit(benchmark::kMicrosecond);

@@ -45,10 +45,12 @@
 #include "embplan/nn/mlp.hpp"
 #include "embplan/nn/module.hpp"
 #include "embplan/nn/normalizer.hpp"
+#include "embplan/nn/packed_comm_cost_net.hpp"
 #include "embplan/nn/packed_compute_cost_net.hpp"
 #include "embplan/nn/paper_models.hpp"
 #include "embplan/nn/serialize.hpp"
 #include "embplan/nn/set_reduce.hpp"
+#include "embplan/nn/simd_kernel.hpp"
 #include "embplan/nn/softmax.hpp"
 #include "embplan/nn/tensor.hpp"
 

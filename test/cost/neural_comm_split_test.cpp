@@ -29,6 +29,7 @@
 #include "embplan/cost/neural_comm.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
+#include "embplan/nn/packed_comm_cost_net.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/detail/plan_pricer.hpp"
@@ -253,15 +254,23 @@ TEST_CASE("neural_comm: clamp = false gives the networks' raw, negative, outputs
   const auto t = task_on(4, 4096);
   const std::vector<std::int64_t> dims{100, 200, 40, 320};
   const std::vector<double> start{1.0, 0.0, 3.0, 0.5};
-  // The networks themselves (nn::comm_cost_net's Eigen path) on [dims, start - min], [dims].
+  // The networks themselves on [dims, start - min], [dims]: neural_comm runs
+  // them packed (nn::packed_comm_cost_net, bit for bit); Eigen's path agrees
+  // up to float rounding.
   embplan::nn::matrix xf(1, 8);
   embplan::nn::matrix xb(1, 4);
   for (int d = 0; d < 4; ++d) {
     xf(0, d) = xb(0, d) = static_cast<float>(dims[static_cast<std::size_t>(d)]);
     xf(0, 4 + d) = static_cast<float>(start[static_cast<std::size_t>(d)]);
   }
-  const auto pf = model.forward_network()(xf);
-  const auto pb = model.backward_network()(xb);
+  const auto ef = model.forward_network()(xf);
+  const auto eb = model.backward_network()(xb);
+  embplan::nn::matrix pf(1, 4);
+  embplan::nn::matrix pb(1, 4);
+  embplan::nn::packed_comm_cost_net(model.forward_network())(std::span<const float>(xf.data(), 8),
+                                                             std::span<float>(pf.data(), 4));
+  embplan::nn::packed_comm_cost_net(model.backward_network())(std::span<const float>(xb.data(), 4),
+                                                              std::span<float>(pb.data(), 4));
   std::vector<double> fwd(4), bwd(4), fwd_clamped(4), bwd_clamped(4);
   model.forward_communication(t, dims, start, fwd, false);
   model.backward_communication(t, dims, bwd, false);
@@ -276,6 +285,8 @@ TEST_CASE("neural_comm: clamp = false gives the networks' raw, negative, outputs
     CHECK(bwd[d] < 0.0);
     CHECK(same_bits(fwd[d], static_cast<double>(pf(0, k))));
     CHECK(same_bits(bwd[d], static_cast<double>(pb(0, k))));
+    CHECK(std::abs(pf(0, k) - ef(0, k)) <= 1e-5f * std::max(1.0f, std::abs(ef(0, k))));
+    CHECK(std::abs(pb(0, k) - eb(0, k)) <= 1e-5f * std::max(1.0f, std::abs(eb(0, k))));
     CHECK(same_bits(fwd_clamped[d], 0.0));
     CHECK(same_bits(bwd_clamped[d], 0.0));
     CHECK(same_bits(both[d].fwd_ms, 0.0));

@@ -423,3 +423,38 @@ TEST_CASE("the bundled 4-device communication model loads and prices a 4-device 
   // The device that starts last waits least.
   CHECK(out[3].fwd_ms < out[0].fwd_ms);
 }
+
+TEST_CASE("neural_comm::with_kernel: every kernel prices the same, bit for bit") {
+  using embplan::nn::simd_kernel;
+  const auto model = make_model(trained4());
+  CHECK(model.kernel() != simd_kernel::automatic);
+  const auto t = task_on(4, 4096);
+  const auto reference = model.with_kernel(simd_kernel::scalar);
+  CHECK(reference.kernel() == simd_kernel::scalar);
+  CHECK(reference.metadata().meter == model.metadata().meter);
+  embplan::rng gen(3);
+  for (const auto k : {simd_kernel::automatic, simd_kernel::avx2, simd_kernel::avx512}) {
+    CAPTURE(to_string(k));
+    if (!embplan::nn::simd_kernel_supported(k)) {
+      CHECK(message_of([&] { (void)model.with_kernel(k); }).find("packed_comm_cost_net.kernel") !=
+            std::string::npos);
+      continue;
+    }
+    const auto other = model.with_kernel(k);
+    for (int rep = 0; rep < 50; ++rep) {
+      std::vector<std::int64_t> dims(4);
+      std::vector<double> start(4);
+      for (std::size_t d = 0; d < 4; ++d) {
+        dims[d] = static_cast<std::int64_t>(gen.between(0, 2000));
+        start[d] = gen.uniform(0.0, 5.0);
+      }
+      std::vector<double> a(4), b(4);
+      reference.forward_communication(t, dims, start, a, false);
+      other.forward_communication(t, dims, start, b, false);
+      CHECK(a == b);
+      reference.backward_communication(t, dims, a, false);
+      other.backward_communication(t, dims, b, false);
+      CHECK(a == b);
+    }
+  }
+}

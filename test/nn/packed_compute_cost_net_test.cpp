@@ -14,6 +14,7 @@
 #include "embplan/nn/compute_cost_net.hpp"
 
 #include "nn/gradient_check.hpp"
+#include "support/runnable_kernels.hpp"
 
 using embplan::nn::compute_cost_net;
 using embplan::nn::compute_cost_net_options;
@@ -22,16 +23,6 @@ using embplan::nn::packed_compute_cost_net;
 using embplan::nn::simd_kernel;
 
 namespace {
-
-// The kernels this machine can run, automatic first.
-std::vector<simd_kernel> runnable_kernels() {
-  std::vector<simd_kernel> out;
-  for (const auto k :
-       {simd_kernel::automatic, simd_kernel::scalar, simd_kernel::avx2, simd_kernel::avx512}) {
-    if (embplan::nn::simd_kernel_supported(k)) out.push_back(k);
-  }
-  return out;
-}
 
 // A net with PyTorch's init and a fitted normaliser, one feature constant
 // (std 0 after an explicit override: the divide-by-1 rule).
@@ -71,7 +62,7 @@ std::string message_of(const auto& call) {
 
 TEST_CASE("packed net equals compute_cost_net on every kernel and table count") {
   const compute_cost_net net = random_net({}, 3);
-  for (const auto k : runnable_kernels()) {
+  for (const auto k : embplan::test::runnable_kernels()) {
     const packed_compute_cost_net packed(net, k);
     for (const Eigen::Index tables : {0, 1, 3, 10, 17, 64}) {
       CAPTURE(to_string(k));
@@ -88,7 +79,7 @@ TEST_CASE("packed net equals compute_cost_net on every kernel and table count") 
 TEST_CASE("an empty device costs the head at a zero latent sum") {
   const compute_cost_net net = random_net({}, 5);
   const float head_at_zero = net.c_hidden(matrix::Zero(1, 32))(0, 0);
-  for (const auto k : runnable_kernels()) {
+  for (const auto k : embplan::test::runnable_kernels()) {
     CAPTURE(to_string(k));
     check_close(packed_compute_cost_net(net, k)(matrix(0, 20)), head_at_zero);
   }
@@ -107,7 +98,7 @@ TEST_CASE("odd shapes: padding, deeper and shallower MLPs, wide layers") {
   std::uint64_t seed = 11;
   for (const auto& o : shapes) {
     const compute_cost_net net = random_net(o, seed++);
-    for (const auto k : runnable_kernels()) {
+    for (const auto k : embplan::test::runnable_kernels()) {
       const packed_compute_cost_net packed(net, k);
       CHECK(packed.table_features() == o.table_features);
       CHECK(packed.latent_size() == o.table_mlp_sizes.back());
@@ -128,13 +119,13 @@ TEST_CASE("relu flags of the source net are kept") {
   net.c_hidden.relu_after_last = true;   // cost clamped at 0
   net.c_hidden.layers.back().bias(0, 0) = -100.0f;
   const matrix x = random_features(10, 20, 8);
-  for (const auto k : runnable_kernels()) {
+  for (const auto k : embplan::test::runnable_kernels()) {
     CAPTURE(to_string(k));
     const packed_compute_cost_net packed(net, k);
     CHECK(packed(x) == 0.0f);
   }
   net.c_hidden.layers.back().bias(0, 0) = 100.0f;
-  for (const auto k : runnable_kernels()) {
+  for (const auto k : embplan::test::runnable_kernels()) {
     CAPTURE(to_string(k));
     check_close(packed_compute_cost_net(net, k)(x), net(x));
   }
@@ -145,7 +136,7 @@ TEST_CASE("strided features: a column block of a wider matrix") {
   const matrix wide = random_features(10, 27, 10);
   const auto block = wide.block(0, 3, 10, 20);
   const matrix copy = block;
-  for (const auto k : runnable_kernels()) {
+  for (const auto k : embplan::test::runnable_kernels()) {
     CAPTURE(to_string(k));
     check_close(packed_compute_cost_net(net, k)(block), net(copy));
   }

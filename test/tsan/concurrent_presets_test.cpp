@@ -191,8 +191,8 @@ std::vector<preset_case> shared_presets(const bundled_models& m) {
           add_model_presets<neuroshard_ls_on>(out, name, model, tag, beam_workers);
         }
       };
-      // Worker threads on the analytic model and on the learned one whose
-      // communication net keeps thread_local scratch (cost/neural_comm.hpp).
+      // Worker threads on the analytic model and on the learned one with
+      // learned communication (shared packed networks, cost/neural_comm.hpp).
       add(embplan::analytic_cost{}, "", true);
       add(m.cpu_compute, " [cpu_compute_model]", false);
       add(m.cpu_compute_comm, " [cpu_compute_model + cpu_comm_4dev_model]", true);

@@ -104,15 +104,19 @@ class neural_cost {
     return out;
   }
 
-  // This model on another kernel of the packed network (nn::simd_kernel;
-  // automatic, the default: the widest this CPU runs). Every kernel gives
-  // the same costs, bit for bit (nn/packed_compute_cost_net.hpp), so this
-  // changes speed only; tests use it to check that plans do not depend on it.
-  // A kernel this CPU cannot run throws, naming it.
+  // This model on another kernel of the packed networks (nn::simd_kernel;
+  // automatic, the default: the widest this CPU runs), the learned
+  // communication's too where it has one. Every kernel gives the same costs,
+  // bit for bit (nn/packed_compute_cost_net.hpp, nn/packed_comm_cost_net.hpp),
+  // so this changes speed only; tests use it to check that plans do not
+  // depend on it. A kernel this CPU cannot run throws, naming it.
   neural_cost with_kernel(nn::simd_kernel kernel) const {
     const state& s = require();
     neural_cost out = *this;
     out.state_ = std::make_shared<const state>(s.net, s.meta, kernel);
+    if (const auto* learned = std::get_if<neural_comm>(&comm_)) {
+      out.comm_ = learned->with_kernel(kernel);
+    }
     return out;
   }
 

@@ -4,7 +4,9 @@
 //   forward   [dim_sum_0 .. dim_sum_{D-1}, skew_0 .. skew_{D-1}] -> per-device ms
 //   backward  [dim_sum_0 .. dim_sum_{D-1}]                        -> per-device ms
 // each an MLP 128-64-32-16 with one output per device (nn::comm_cost_net,
-// PyTorch names `hidden.{k}`, features normalised with stored statistics).
+// PyTorch names `hidden.{k}`, features normalised with stored statistics),
+// evaluated through an inference snapshot of each (nn::packed_comm_cost_net,
+// built once per model: the packed kernels, the same floats on every kernel).
 // skew_d = start_d - min(start): NeuroShard's simulator feeds the "sleep
 // times" (compute + backward comm minus their minimum), so only differences
 // of start times matter.
@@ -22,7 +24,7 @@
 // concepts/cost_model.hpp), for a pricer that needs the backward figures of a
 // plan before its forward skews are known (search/detail/plan_pricer.hpp).
 // Each gives, bit for bit, its half of communication()'s figures: all three
-// run the same feature, normalisation and nn::mlp::forward code. The
+// run the same feature code and the same packed network. The
 // normalisation is not folded into the first layer's weights: (W / std) x +
 // (b - W mean / std) rounds differently from W ((x - mean) / std) + b (on the
 // bundled 4-device forward net, 48 % of 40,000 outputs of random inputs
@@ -53,6 +55,7 @@
 #include "embplan/cost/detail/metadata.hpp"
 #include "embplan/io/safetensors.hpp"
 #include "embplan/nn/comm_cost_net.hpp"
+#include "embplan/nn/packed_comm_cost_net.hpp"
 #include "embplan/nn/serialize.hpp"
 #include "embplan/version.hpp"
 
@@ -95,9 +98,8 @@ class neural_comm {
  public:
   neural_comm() = default;
   neural_comm(const nn::comm_cost_net& forward, const nn::comm_cost_net& backward,
-              neural_comm_metadata meta)
-      : state_(std::make_shared<const state>(forward, backward, std::move(meta))) {
-    const auto& m = state_->meta;
+              neural_comm_metadata meta) {
+    const auto& m = meta;
     if (m.devices < 1) embplan::detail::fail("neural_comm.devices", m.devices, "at least 1 device");
     const auto n = static_cast<Eigen::Index>(m.devices);
     check_net(forward, "neural_comm.forward", 2 * n, n, "2 x devices inputs (dim sums, skews)");
@@ -105,7 +107,22 @@ class neural_comm {
     if (m.batch_size < 1) {
       embplan::detail::fail("neural_comm.batch_size", m.batch_size, "a positive batch size");
     }
+    state_ = std::make_shared<const state>(forward, backward, std::move(meta));
   }
+
+  // This model on another kernel of the packed networks (nn::simd_kernel;
+  // automatic, the default: the widest this CPU runs). Every kernel gives the
+  // same figures, bit for bit (nn/packed_comm_cost_net.hpp), so this changes
+  // speed only. A kernel this CPU cannot run throws, naming it.
+  neural_comm with_kernel(nn::simd_kernel kernel) const {
+    const state& s = require();
+    neural_comm out = *this;
+    out.state_ = std::make_shared<const state>(s.forward, s.backward, s.meta, kernel);
+    return out;
+  }
+
+  // The packed networks' kernel (never automatic).
+  nn::simd_kernel kernel() const { return require().packed_forward.kernel(); }
 
   std::string_view name() const noexcept { return "neural_comm"; }
   const neural_comm_metadata& metadata() const { return require().meta; }
@@ -211,27 +228,21 @@ class neural_comm {
 
  private:
   struct state {
-    state(const nn::comm_cost_net& f, const nn::comm_cost_net& b, neural_comm_metadata m)
-        : forward(f), backward(b), meta(std::move(m)) {}
+    state(const nn::comm_cost_net& f, const nn::comm_cost_net& b, neural_comm_metadata m,
+          nn::simd_kernel kernel = nn::simd_kernel::automatic)
+        : forward(f)
+        , backward(b)
+        , packed_forward(f, kernel)
+        , packed_backward(b, kernel)
+        , meta(std::move(m)) {}
     nn::comm_cost_net forward, backward;
+    nn::packed_comm_cost_net packed_forward, packed_backward;
     neural_comm_metadata meta;
   };
 
-  // One network's buffers at batch 1: kept per network, so that evaluating
-  // the forward (2 x devices inputs) and the backward (devices inputs) nets in
-  // turn resizes, and so allocates, nothing.
-  struct net_scratch {
-    nn::matrix x, normalised;
-    nn::mlp_tape tape;
-  };
-  struct scratch {
-    net_scratch forward, backward;
-  };
-
-  static scratch& local_scratch() {
-    thread_local scratch w;
-    return w;
-  }
+  // Floats of the input and output rows on the stack (past that, the heap):
+  // 2 x 64 devices.
+  static constexpr std::size_t row_floats = 128;
 
   // communication()'s checks, in its order, for the three methods: the task's
   // device count, the spans' lengths (start_ms where given; the output span
@@ -267,16 +278,16 @@ class neural_comm {
     return static_cast<double>(t.batch_size) / static_cast<double>(s.meta.batch_size);
   }
 
-  // One network on its input row in w.x: put(d, ms) for every device, ms the
+  // One network on its input row x: put(d, ms) for every device, ms the
   // output as a double, clamped at 0 where asked.
   template <class Put>
-  static void run(const nn::comm_cost_net& net, net_scratch& w, std::size_t n, bool clamp,
-                  Put&& put) {
-    net.feature_norm.apply(w.x, w.normalised);
-    net.hidden.forward(w.normalised, w.tape);
-    const nn::matrix& y = w.tape.output();
+  static void run(const nn::packed_comm_cost_net& net, std::span<const float> x, std::size_t n,
+                  bool clamp, Put&& put) {
+    nn::detail::scratch_floats<row_floats> buf(n);
+    const std::span<float> y(buf.data(), n);
+    net(x, y);
     for (std::size_t d = 0; d < n; ++d) {
-      const auto ms = static_cast<double>(y(0, static_cast<Eigen::Index>(d)));
+      const auto ms = static_cast<double>(y[d]);
       put(d, clamp ? std::max(0.0, ms) : ms);
     }
   }
@@ -285,20 +296,20 @@ class neural_comm {
   static void run_forward(const state& s, std::span<const std::int64_t> dim_sum,
                           std::span<const double> start_ms, double scale, bool clamp, Put&& put) {
     const std::size_t n = s.meta.devices;
-    net_scratch& w = local_scratch().forward;
-    w.x.resize(1, static_cast<Eigen::Index>(2 * n));
-    cost::detail::comm_forward_features(dim_sum, start_ms, scale, w.x);
-    run(s.forward, w, n, clamp, put);
+    nn::detail::scratch_floats<row_floats> buf(2 * n);
+    Eigen::Map<nn::matrix> x(buf.data(), 1, static_cast<Eigen::Index>(2 * n));
+    cost::detail::comm_forward_features(dim_sum, start_ms, scale, x);
+    run(s.packed_forward, std::span<const float>(buf.data(), 2 * n), n, clamp, put);
   }
 
   template <class Put>
   static void run_backward(const state& s, std::span<const std::int64_t> dim_sum, double scale,
                            bool clamp, Put&& put) {
     const std::size_t n = s.meta.devices;
-    net_scratch& w = local_scratch().backward;
-    w.x.resize(1, static_cast<Eigen::Index>(n));
-    cost::detail::comm_backward_features(dim_sum, scale, w.x);
-    run(s.backward, w, n, clamp, put);
+    nn::detail::scratch_floats<row_floats> buf(n);
+    Eigen::Map<nn::matrix> x(buf.data(), 1, static_cast<Eigen::Index>(n));
+    cost::detail::comm_backward_features(dim_sum, scale, x);
+    run(s.packed_backward, std::span<const float>(buf.data(), n), n, clamp, put);
   }
 
   const state& require() const {

@@ -39,75 +39,12 @@
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/detail/packed_kernels_x86.hpp"
 #include "embplan/nn/detail/packed_layers.hpp"
+#include "embplan/nn/detail/packed_mlp.hpp"
+#include "embplan/nn/simd_kernel.hpp"
 #include "embplan/nn/tensor.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::nn {
-
-// Which kernel a packed network runs. automatic: the widest the CPU supports.
-// All give the same results bit for bit; they differ in speed.
-enum class simd_kernel : std::uint8_t { automatic, scalar, avx2, avx512 };
-
-constexpr std::string_view to_string(simd_kernel k) noexcept {
-  switch (k) {
-    case simd_kernel::automatic:
-      return "automatic";
-    case simd_kernel::scalar:
-      return "scalar";
-    case simd_kernel::avx2:
-      return "avx2";
-    case simd_kernel::avx512:
-      return "avx512";
-  }
-  return "unknown";
-}
-
-// Whether this build and this CPU can run k (automatic and scalar always can).
-inline bool simd_kernel_supported(simd_kernel k) noexcept {
-  switch (k) {
-    case simd_kernel::automatic:
-    case simd_kernel::scalar:
-      return true;
-#ifdef EMBPLAN_NN_X86_KERNELS
-    case simd_kernel::avx2:
-      return detail::cpu_has_avx2();
-    case simd_kernel::avx512:
-      return detail::cpu_has_avx512();
-#else
-    case simd_kernel::avx2:
-    case simd_kernel::avx512:
-      return false;
-#endif
-  }
-  return false;
-}
-
-namespace detail {
-
-// The kernel to run for a request, given what the CPU can do: automatic takes
-// the widest; an explicit request the CPU cannot run, or no kernel at all, throws.
-inline simd_kernel resolve_simd_kernel(simd_kernel requested, bool has_avx2, bool has_avx512) {
-  if (requested == simd_kernel::automatic) {
-    if (has_avx512) return simd_kernel::avx512;
-    if (has_avx2) return simd_kernel::avx2;
-    return simd_kernel::scalar;
-  }
-  const std::string_view name = to_string(requested);
-  if (name == "unknown") {
-    embplan::detail::fail("packed_compute_cost_net.kernel", static_cast<int>(requested),
-                          "automatic, scalar, avx2 or avx512");
-  }
-  if ((requested == simd_kernel::avx2 && !has_avx2) ||
-      (requested == simd_kernel::avx512 && !has_avx512)) {
-    std::string supported = "a kernel this CPU and build support (scalar";
-    if (has_avx2) supported += ", avx2";
-    if (has_avx512) supported += ", avx512";
-    embplan::detail::fail("packed_compute_cost_net.kernel", name, supported + ")");
-  }
-  return requested;
-}
-
-}  // namespace detail
 
 class packed_compute_cost_net {
  public:
@@ -226,11 +163,7 @@ class packed_compute_cost_net {
   }
 
  private:
-  // Offsets into data_ of one hidden layer (see detail::layer_view).
-  struct layer_desc {
-    std::size_t w = 0, b = 0, k = 0, n_pad = 0;
-    bool relu = false;
-  };
+  using layer_desc = detail::packed_layer;
 
   // 32 KiB: NeuroShard's sizes (16 rows x 128 floats, twice) use 17 KiB of it.
   static constexpr std::size_t stack_floats = 8192;
@@ -260,8 +193,8 @@ class packed_compute_cost_net {
   // The shapes compute_cost_net builds; a hand-edited net that breaks them is
   // refused here rather than read out of bounds later.
   static void validate(const compute_cost_net& net) {
-    check_mlp(net.t_hidden, "packed_compute_cost_net.net.t_hidden");
-    check_mlp(net.c_hidden, "packed_compute_cost_net.net.c_hidden");
+    detail::check_packed_mlp(net.t_hidden, "packed_compute_cost_net.net.t_hidden");
+    detail::check_packed_mlp(net.c_hidden, "packed_compute_cost_net.net.c_hidden");
     detail::require_shape(net.feature_norm.mean, 1, net.t_hidden.in_features(),
                           "packed_compute_cost_net.net.feature_norm.mean",
                           "one mean per table feature");
@@ -279,56 +212,10 @@ class packed_compute_cost_net {
     }
   }
 
-  static void check_mlp(const mlp& m, const std::string& field) {
-    if (m.layers.empty()) embplan::detail::fail(field + ".layers", 0, "at least one layer");
-    for (std::size_t k = 0; k < m.layers.size(); ++k) {
-      const linear& l = m.layers[k];
-      const std::string name = embplan::detail::path(field + ".layers", k);
-      if (k > 0 && l.in_features() != m.layers[k - 1].out_features()) {
-        embplan::detail::fail(
-            name + ".in_features", l.in_features(),
-            "the previous layer's out_features " + std::to_string(m.layers[k - 1].out_features()));
-      }
-      detail::require_shape(l.bias, 1, l.out_features(), name + ".bias", "[1, out_features]");
-      detail::require_positive(l.in_features(), name + ".in_features");
-      detail::require_positive(l.out_features(), name + ".out_features");
-    }
-  }
-
-  // Appends n floats (zeros) to data_, aligned to a cache line; returns the offset.
-  std::size_t reserve(std::size_t n) {
-    const std::size_t at = detail::round_up(data_.size(), 16);
-    data_.resize(at + detail::round_up(n, 16), 0.0f);
-    return at;
-  }
-
-  // Weight [out, in] -> [in][out_pad], bias [1, out] -> [out_pad].
-  layer_desc pack_layer(const linear& l, bool relu) {
-    layer_desc d;
-    d.k = static_cast<std::size_t>(l.in_features());
-    const auto out = static_cast<std::size_t>(l.out_features());
-    d.n_pad = detail::round_up(out, detail::packed_width);
-    d.relu = relu;
-    d.w = reserve(d.k * d.n_pad);
-    d.b = reserve(d.n_pad);
-    for (std::size_t o = 0; o < out; ++o) {
-      for (std::size_t i = 0; i < d.k; ++i) {
-        data_[d.w + i * d.n_pad + o] =
-            l.weight(static_cast<Eigen::Index>(o), static_cast<Eigen::Index>(i));
-      }
-      data_[d.b + o] = l.bias(0, static_cast<Eigen::Index>(o));
-    }
-    return d;
-  }
-
-  static bool activated(const mlp& m, std::size_t k) {
-    return k + 1 < m.layers.size() || m.relu_after_last;
-  }
-
   void pack(const compute_cost_net& net) {
     features_ = static_cast<std::size_t>(net.t_hidden.in_features());
-    mean_ = reserve(features_);
-    inv_std_ = reserve(features_);
+    mean_ = detail::reserve_packed(data_, features_);
+    inv_std_ = detail::reserve_packed(data_, features_);
     for (std::size_t f = 0; f < features_; ++f) {
       const auto c = static_cast<Eigen::Index>(f);
       const float sd = net.feature_norm.stddev(0, c);
@@ -337,7 +224,8 @@ class packed_compute_cost_net {
     }
     width_ = detail::round_up(features_, detail::packed_width);
     for (std::size_t k = 0; k < net.t_hidden.layers.size(); ++k) {
-      table_layers_.push_back(pack_layer(net.t_hidden.layers[k], activated(net.t_hidden, k)));
+      table_layers_.push_back(detail::pack_linear(data_, net.t_hidden.layers[k],
+                                                  detail::packed_activated(net.t_hidden, k)));
       width_ = std::max(width_, table_layers_.back().n_pad);
     }
     latent_ = static_cast<std::size_t>(net.t_hidden.out_features());
@@ -346,24 +234,26 @@ class packed_compute_cost_net {
     // table's latent: zero bias, no activation; see term()), the layers
     // between, and the last (one output) as a dot product.
     const std::size_t last = net.c_hidden.layers.size() - 1;
-    first_ = pack_layer(net.c_hidden.layers[0], activated(net.c_hidden, 0));
+    first_ = detail::pack_linear(data_, net.c_hidden.layers[0],
+                                 detail::packed_activated(net.c_hidden, 0));
     project_ = first_;
-    project_.b = reserve(first_.n_pad);  // zeros
+    project_.b = detail::reserve_packed(data_, first_.n_pad);  // zeros
     project_.relu = false;
     head_width_ = std::max(latent_pad_, first_.n_pad);
     single_head_layer_ = last == 0;
     for (std::size_t k = 1; k < last; ++k) {
-      head_layers_.push_back(pack_layer(net.c_hidden.layers[k], activated(net.c_hidden, k)));
+      head_layers_.push_back(detail::pack_linear(data_, net.c_hidden.layers[k],
+                                                 detail::packed_activated(net.c_hidden, k)));
       head_width_ = std::max(head_width_, head_layers_.back().n_pad);
     }
     if (!single_head_layer_) {
       const linear& out = net.c_hidden.layers[last];
       out_k_pad_ = detail::round_up(static_cast<std::size_t>(out.in_features()), 16);
-      out_w_ = reserve(out_k_pad_);
+      out_w_ = detail::reserve_packed(data_, out_k_pad_);
       for (Eigen::Index i = 0; i < out.in_features(); ++i)
         data_[out_w_ + static_cast<std::size_t>(i)] = out.weight(0, i);
       out_b_ = out.bias(0, 0);
-      out_relu_ = activated(net.c_hidden, last);
+      out_relu_ = detail::packed_activated(net.c_hidden, last);
     }
 
     // run()'s scratch: z, two [chunk, width_] table buffers, one row of the
@@ -379,7 +269,7 @@ class packed_compute_cost_net {
   }
 
   detail::layer_view view(const layer_desc& d) const noexcept {
-    return {data_.data() + d.w, data_.data() + d.b, d.k, d.n_pad, d.relu};
+    return d.view(data_);
   }
 
   // z = start + the rows' terms in row order (each row: the table MLP, then
