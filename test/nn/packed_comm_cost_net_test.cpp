@@ -15,6 +15,7 @@
 #include "embplan/nn/comm_cost_net.hpp"
 
 #include "nn/gradient_check.hpp"
+#include "support/message_of.hpp"
 #include "support/runnable_kernels.hpp"
 
 using embplan::nn::comm_cost_net;
@@ -65,15 +66,6 @@ std::vector<float> comm_packed_rows(const packed_comm_cost_net& net, const matri
         std::span<float>(out.data() + static_cast<std::size_t>(r) * net.outputs(), net.outputs()));
   }
   return out;
-}
-
-std::string comm_message_of(const auto& call) {
-  try {
-    call();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "no embplan::error";
 }
 
 }  // namespace
@@ -172,40 +164,40 @@ TEST_CASE("bad input names the field") {
 
   comm_cost_net empty = good;
   empty.hidden.layers.clear();
-  CHECK(comm_message_of([&] {
+  CHECK(embplan::test::message_of([&] {
           packed_comm_cost_net{empty};
         }).find("packed_comm_cost_net.net.hidden") != std::string::npos);
 
   comm_cost_net broken = good;
   broken.hidden.layers[2].weight = matrix::Zero(32, 5);
-  CHECK(comm_message_of([&] {
+  CHECK(embplan::test::message_of([&] {
           packed_comm_cost_net{broken};
         }).find("packed_comm_cost_net.net.hidden.layers[2].in_features") != std::string::npos);
 
   comm_cost_net bad_std = good;
   bad_std.feature_norm.stddev = matrix::Ones(1, 3);
-  CHECK(comm_message_of([&] {
+  CHECK(embplan::test::message_of([&] {
           packed_comm_cost_net{bad_std};
         }).find("packed_comm_cost_net.net.feature_norm.stddev") != std::string::npos);
 
   const packed_comm_cost_net packed(good);
   std::vector<float> x(5), y(4);
-  CHECK(comm_message_of([&] { packed(x, y); }).find("packed_comm_cost_net.input.size") !=
+  CHECK(embplan::test::message_of([&] { packed(x, y); }).find("packed_comm_cost_net.input.size") !=
         std::string::npos);
   x.resize(4);
   y.resize(3);
-  CHECK(comm_message_of([&] { packed(x, y); }).find("packed_comm_cost_net.output.size") !=
+  CHECK(embplan::test::message_of([&] { packed(x, y); }).find("packed_comm_cost_net.output.size") !=
         std::string::npos);
 
   const auto bogus =
-      comm_message_of([&] { packed_comm_cost_net(good, static_cast<simd_kernel>(9)); });
+      embplan::test::message_of([&] { packed_comm_cost_net(good, static_cast<simd_kernel>(9)); });
   CHECK(bogus.find("packed_comm_cost_net.kernel' = 9") != std::string::npos);
   for (const auto k : {simd_kernel::avx2, simd_kernel::avx512}) {
     CAPTURE(to_string(k));
     if (embplan::nn::simd_kernel_supported(k)) {
       CHECK(packed_comm_cost_net(good, k).kernel() == k);
     } else {
-      const auto msg = comm_message_of([&] { packed_comm_cost_net{good, k}; });
+      const auto msg = embplan::test::message_of([&] { packed_comm_cost_net{good, k}; });
       CHECK(msg.find("packed_comm_cost_net.kernel") != std::string::npos);
     }
   }

@@ -14,6 +14,7 @@
 #include "embplan/nn/compute_cost_net.hpp"
 
 #include "nn/gradient_check.hpp"
+#include "support/message_of.hpp"
 #include "support/runnable_kernels.hpp"
 
 using embplan::nn::compute_cost_net;
@@ -47,15 +48,6 @@ matrix random_features(Eigen::Index tables, Eigen::Index features, std::uint64_t
 void check_close(float packed, float reference) {
   const double tol = 1e-5 * std::max(1.0, std::abs(static_cast<double>(reference)));
   CHECK(std::abs(static_cast<double>(packed) - static_cast<double>(reference)) <= tol);
-}
-
-std::string message_of(const auto& call) {
-  try {
-    call();
-  } catch (const embplan::error& e) {
-    return e.what();
-  }
-  return "no embplan::error";
 }
 
 }  // namespace
@@ -188,14 +180,16 @@ TEST_CASE("kernel choice: automatic takes the widest; an unsupported request nam
   CHECK(resolve_simd_kernel(simd_kernel::scalar, false, false) == simd_kernel::scalar);
   CHECK(resolve_simd_kernel(simd_kernel::avx2, true, false) == simd_kernel::avx2);
 
-  const auto no_avx512 = message_of([] { resolve_simd_kernel(simd_kernel::avx512, true, false); });
+  const auto no_avx512 =
+      embplan::test::message_of([] { resolve_simd_kernel(simd_kernel::avx512, true, false); });
   CHECK(no_avx512.find("packed_compute_cost_net.kernel") != std::string::npos);
   CHECK(no_avx512.find("\"avx512\"") != std::string::npos);
   CHECK(no_avx512.find("scalar, avx2)") != std::string::npos);
-  const auto no_avx2 = message_of([] { resolve_simd_kernel(simd_kernel::avx2, false, false); });
+  const auto no_avx2 =
+      embplan::test::message_of([] { resolve_simd_kernel(simd_kernel::avx2, false, false); });
   CHECK(no_avx2.find("\"avx2\"") != std::string::npos);
-  const auto bogus =
-      message_of([] { resolve_simd_kernel(static_cast<simd_kernel>(9), true, true); });
+  const auto bogus = embplan::test::message_of(
+      [] { resolve_simd_kernel(static_cast<simd_kernel>(9), true, true); });
   CHECK(bogus.find("packed_compute_cost_net.kernel' = 9") != std::string::npos);
 
   // This machine: the constructor resolves with the real CPU.
@@ -208,7 +202,7 @@ TEST_CASE("kernel choice: automatic takes the widest; an unsupported request nam
     if (embplan::nn::simd_kernel_supported(k)) {
       CHECK(packed_compute_cost_net(net, k).kernel() == k);
     } else {
-      const auto msg = message_of([&] { packed_compute_cost_net{net, k}; });
+      const auto msg = embplan::test::message_of([&] { packed_compute_cost_net{net, k}; });
       CHECK(msg.find("\"" + std::string(to_string(k)) + "\"") != std::string::npos);
     }
   }
@@ -217,29 +211,30 @@ TEST_CASE("kernel choice: automatic takes the widest; an unsupported request nam
 TEST_CASE("bad input names the field and the value") {
   const compute_cost_net net = random_net({}, 16);
   const packed_compute_cost_net packed(net);
-  const auto wrong_cols = message_of([&] { (void)packed(matrix::Zero(10, 19)); });
+  const auto wrong_cols = embplan::test::message_of([&] { (void)packed(matrix::Zero(10, 19)); });
   CHECK(wrong_cols.find("packed_compute_cost_net.features") != std::string::npos);
   CHECK(wrong_cols.find("[10, 19]") != std::string::npos);
   CHECK(wrong_cols.find("[*, 20]") != std::string::npos);
 
-  const auto empty_net = message_of([] { packed_compute_cost_net{compute_cost_net{}}; });
+  const auto empty_net =
+      embplan::test::message_of([] { packed_compute_cost_net{compute_cost_net{}}; });
   CHECK(empty_net.find("packed_compute_cost_net.net.t_hidden.layers' = 0") != std::string::npos);
 
   compute_cost_net two_outputs = net;
   two_outputs.c_hidden.layers.back() = embplan::nn::linear(64, 2);
-  const auto not_one = message_of([&] { packed_compute_cost_net{two_outputs}; });
+  const auto not_one = embplan::test::message_of([&] { packed_compute_cost_net{two_outputs}; });
   CHECK(not_one.find("packed_compute_cost_net.net.c_hidden.out_features' = 2") !=
         std::string::npos);
 
   compute_cost_net short_norm = net;
   short_norm.feature_norm = embplan::nn::normalizer(19);
-  const auto norm = message_of([&] { packed_compute_cost_net{short_norm}; });
+  const auto norm = embplan::test::message_of([&] { packed_compute_cost_net{short_norm}; });
   CHECK(norm.find("packed_compute_cost_net.net.feature_norm.mean' = \"[1, 19]\"") !=
         std::string::npos);
 
   compute_cost_net broken_chain = net;
   broken_chain.t_hidden.layers[1] = embplan::nn::linear(100, 32);
-  const auto chain = message_of([&] { packed_compute_cost_net{broken_chain}; });
+  const auto chain = embplan::test::message_of([&] { packed_compute_cost_net{broken_chain}; });
   CHECK(chain.find("packed_compute_cost_net.net.t_hidden.layers[1].in_features' = 100") !=
         std::string::npos);
 }
