@@ -88,9 +88,10 @@ def main():
     state_other = torch.tensor([[(STEPS - t) / STEPS] for t in range(STEPS)]).half().float()
     actions_other = (torch.rand(STEPS, SHARDS, generator=gen) * 5.0).half().float()
 
-    logits, values = [], []
-    core_state = (torch.zeros(2, 1, 64), torch.zeros(2, 1, 64))
-    with torch.no_grad():
+    def episode():
+        """Per step: the logits and the value, the LSTM from zero state."""
+        out = []
+        core_state = (torch.zeros(2, 1, 64), torch.zeros(2, 1, 64))
         for t in range(STEPS):
             held = [[i for i in range(t) if int(assignment[i]) == s] for s in range(SHARDS)]
             rows = [i for s in range(SHARDS) for i in held[s]]
@@ -98,8 +99,13 @@ def main():
             held_x = tables[rows] if rows else torch.zeros(0, FEATURES)
             lg, v, core_state = net.step(tables[t:t + 1], state_other[t:t + 1], held_x, counts,
                                          actions_other[t].view(SHARDS, 1), core_state)
-            logits.append(lg)
-            values.append(v)
+            out.append((lg, v))
+        return out
+
+    with torch.no_grad():
+        steps = episode()
+        logits = [lg for lg, _ in steps]
+        values = [v for _, v in steps]
         final = torch.zeros(SHARDS, 32)
         final.index_add_(0, assignment, net.latent(tables))
         cost = net.c_fc_1(F.relu(net.c_fc_0(final))).view(-1)
@@ -109,15 +115,8 @@ def main():
     # (the cost head gets none): flat indices and values.
     w_logits = torch.randn(STEPS, SHARDS, generator=gen).half().float()
     w_value = torch.randn(STEPS, generator=gen).half().float()
-    core_state = (torch.zeros(2, 1, 64), torch.zeros(2, 1, 64))
     loss = 0.0
-    for t in range(STEPS):
-        held = [[i for i in range(t) if int(assignment[i]) == s] for s in range(SHARDS)]
-        rows = [i for s in range(SHARDS) for i in held[s]]
-        counts = torch.tensor([len(h) for h in held], dtype=torch.int64)
-        held_x = tables[rows] if rows else torch.zeros(0, FEATURES)
-        lg, v, core_state = net.step(tables[t:t + 1], state_other[t:t + 1], held_x, counts,
-                                     actions_other[t].view(SHARDS, 1), core_state)
+    for t, (lg, v) in enumerate(episode()):
         loss = loss + (w_logits[t] * lg).sum() + w_value[t] * v
     net.zero_grad()
     loss.backward()

@@ -42,6 +42,33 @@
 
 namespace embplan::inline EMBPLAN_ABI::rl {
 
+namespace detail {
+
+// "<field>.shape" = "[r, c]": expected "[wr, wc]".
+inline void require_shape(const std::string& field, Eigen::Index rows, Eigen::Index cols,
+                          Eigen::Index want_rows, Eigen::Index want_cols) {
+  if (rows != want_rows || cols != want_cols) {
+    embplan::detail::fail(field + ".shape",
+                          "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]",
+                          "[" + std::to_string(want_rows) + ", " + std::to_string(want_cols) + "]");
+  }
+}
+
+// The sum of table counts, each >= 0 ("<field>[k]" named where one is not).
+inline std::int64_t table_count_sum(const std::string& field,
+                                    std::span<const std::int64_t> counts) {
+  std::int64_t sum = 0;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] < 0) {
+      embplan::detail::fail(field + "[" + std::to_string(k) + "]", counts[k], "a table count >= 0");
+    }
+    sum += counts[k];
+  }
+  return sum;
+}
+
+}  // namespace detail
+
 // One step's inputs.
 struct autoshard_step_input {
   // The upcoming table's features [1, table features].
@@ -106,25 +133,21 @@ class autoshard_inference {
     const nn::autoshard_net& n = *net_;
     const Eigen::Index features = n.t_fc_0.weight.cols();
     const auto actions = static_cast<Eigen::Index>(in.shard_tables.size());
-    check_shape("autoshard_step_input.table", in.table.rows(), in.table.cols(), 1, features);
-    check_shape("autoshard_step_input.state_other", in.state_other.rows(), in.state_other.cols(), 1,
-                n.s_fc_0.weight.cols());
+    detail::require_shape("autoshard_step_input.table", in.table.rows(), in.table.cols(), 1,
+                          features);
+    detail::require_shape("autoshard_step_input.state_other", in.state_other.rows(),
+                          in.state_other.cols(), 1, n.s_fc_0.weight.cols());
     if (actions < 1) {
       embplan::detail::fail("autoshard_step_input.shard_tables.size", actions,
                             "at least one action (shard)");
     }
-    check_shape("autoshard_step_input.actions_other", in.actions_other.rows(),
-                in.actions_other.cols(), actions, n.a_fc_0.weight.cols());
-    std::int64_t held = 0;
-    for (std::size_t a = 0; a < in.shard_tables.size(); ++a) {
-      if (in.shard_tables[a] < 0) {
-        embplan::detail::fail("autoshard_step_input.shard_tables[" + std::to_string(a) + "]",
-                              in.shard_tables[a], "a table count >= 0");
-      }
-      held += in.shard_tables[a];
-    }
-    check_shape("autoshard_step_input.held_tables", in.held_tables.rows(), in.held_tables.cols(),
-                held, held == 0 ? in.held_tables.cols() : features);
+    detail::require_shape("autoshard_step_input.actions_other", in.actions_other.rows(),
+                          in.actions_other.cols(), actions, n.a_fc_0.weight.cols());
+    const std::int64_t held =
+        detail::table_count_sum("autoshard_step_input.shard_tables", in.shard_tables);
+    detail::require_shape("autoshard_step_input.held_tables", in.held_tables.rows(),
+                          in.held_tables.cols(), held,
+                          held == 0 ? in.held_tables.cols() : features);
 
     // State: [e(table), relu(s_fc_0(other))] -> LSTM.
     table_latent(in.table, upcoming_);
@@ -197,16 +220,6 @@ class autoshard_inference {
   }
 
  private:
-  static void check_shape(const char* field, Eigen::Index rows, Eigen::Index cols,
-                          Eigen::Index want_rows, Eigen::Index want_cols) {
-    if (rows != want_rows || cols != want_cols) {
-      embplan::detail::fail(
-          std::string(field) + ".shape",
-          "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]",
-          "[" + std::to_string(want_rows) + ", " + std::to_string(want_cols) + "]");
-    }
-  }
-
   const nn::autoshard_net* net_;
   nn::lstm_state state_;
   nn::lstm_workspace ws_;
@@ -243,18 +256,10 @@ namespace detail {
 
 inline void require_episode(const nn::autoshard_net& n, const autoshard_episode& ep) {
   const auto steps = ep.tables.rows();
-  const auto fail_shape = [](const char* field, Eigen::Index r, Eigen::Index c, Eigen::Index wr,
-                             Eigen::Index wc) {
-    if (r != wr || c != wc) {
-      embplan::detail::fail(std::string("autoshard_episode.") + field + ".shape",
-                            "[" + std::to_string(r) + ", " + std::to_string(c) + "]",
-                            "[" + std::to_string(wr) + ", " + std::to_string(wc) + "]");
-    }
-  };
   const Eigen::Index features = n.t_fc_0.weight.cols();
-  fail_shape("tables", steps, ep.tables.cols(), steps, features);
-  fail_shape("state_other", ep.state_other.rows(), ep.state_other.cols(), steps,
-             n.s_fc_0.weight.cols());
+  require_shape("autoshard_episode.tables", steps, ep.tables.cols(), steps, features);
+  require_shape("autoshard_episode.state_other", ep.state_other.rows(), ep.state_other.cols(),
+                steps, n.s_fc_0.weight.cols());
   if (static_cast<Eigen::Index>(ep.action_count.size()) != steps) {
     embplan::detail::fail("autoshard_episode.action_count.size", ep.action_count.size(),
                           "one entry per step (" + std::to_string(steps) + ")");
@@ -271,18 +276,11 @@ inline void require_episode(const nn::autoshard_net& n, const autoshard_episode&
     embplan::detail::fail("autoshard_episode.held_count.size", ep.held_count.size(),
                           "one entry per (step, action) (" + std::to_string(actions) + ")");
   }
-  std::int64_t held = 0;
-  for (std::size_t k = 0; k < ep.held_count.size(); ++k) {
-    if (ep.held_count[k] < 0) {
-      embplan::detail::fail("autoshard_episode.held_count[" + std::to_string(k) + "]",
-                            ep.held_count[k], "a table count >= 0");
-    }
-    held += ep.held_count[k];
-  }
-  fail_shape("held_tables", ep.held_tables.rows(), held == 0 ? features : ep.held_tables.cols(),
-             held, features);
-  fail_shape("actions_other", ep.actions_other.rows(), ep.actions_other.cols(), actions,
-             n.a_fc_0.weight.cols());
+  const std::int64_t held = table_count_sum("autoshard_episode.held_count", ep.held_count);
+  require_shape("autoshard_episode.held_tables", ep.held_tables.rows(),
+                held == 0 ? features : ep.held_tables.cols(), held, features);
+  require_shape("autoshard_episode.actions_other", ep.actions_other.rows(), ep.actions_other.cols(),
+                actions, n.a_fc_0.weight.cols());
 }
 
 // y = relu(layer(x)).

@@ -517,12 +517,21 @@ struct column_beam {
     const auto& by_index = parent.by_index;
     const std::size_t count = by_index.size();
     // piece place in parent.pieces of each index
+    // Each index's place in parent.pieces, by (table, first column, first
+    // row) — unique within a state — in O(P log P), not a scan per index.
+    const auto at = [](const shard& s) { return std::tuple{s.table, s.col_begin, s.row_begin}; };
+    std::vector<std::size_t> by_shard(count);
+    for (std::size_t k = 0; k < count; ++k)
+      by_shard[k] = k;
+    std::sort(by_shard.begin(), by_shard.end(), [&](std::size_t a, std::size_t b) {
+      return at(parent.pieces[a].s) < at(parent.pieces[b].s);
+    });
     std::vector<std::size_t> place(count);
     for (std::size_t i = 0; i < count; ++i) {
-      const auto it =
-          std::find_if(parent.pieces.begin(), parent.pieces.end(),
-                       [&](const search::detail::piece& p) { return p.s == by_index[i]; });
-      place[i] = static_cast<std::size_t>(it - parent.pieces.begin());
+      const auto it = std::lower_bound(
+          by_shard.begin(), by_shard.end(), at(by_index[i]),
+          [&](std::size_t k, const auto& key) { return at(parent.pieces[k].s) < key; });
+      place[i] = *it;
     }
     std::vector<unsigned char> chosen(count, n > count ? 1 : 0);
     if (n <= count) {
