@@ -38,18 +38,6 @@ dreamshard_planner make_planner(const rl::dreamshard_policy& policy, std::int64_
   return dreamshard_planner({}, {policy, {.samples = samples}}, {}, {});
 }
 
-// A task whose memory binds: `fill` of the cluster's memory is used.
-embplan::task tight_task(std::uint64_t seed, std::size_t tables, std::size_t devices, double fill) {
-  auto t = embplan_test::search_task(seed, tables, devices);
-  std::uint64_t total = 0;
-  for (const auto& s : t.tables)
-    total += embplan::table_bytes(s);
-  for (auto& d : t.cluster.devices)
-    d.memory_bytes = static_cast<std::uint64_t>(static_cast<double>(total) / fill /
-                                                static_cast<double>(devices));
-  return t;
-}
-
 // Algorithm 2 written out on the batch forward (the authors' sharders.py
 // `dreamshard`: the observation of the legal devices, argmax).
 std::vector<std::size_t> reference_plan(const rl::dreamshard_policy& policy,
@@ -104,7 +92,7 @@ TEST_CASE(
   for (const std::size_t devices : {2u, 4u, 8u, 16u}) {
     CAPTURE(devices);
     for (std::uint64_t seed = 0; seed < 3; ++seed) {
-      const auto t = tight_task(seed + 10 * devices, 3 * devices + 5, devices, 0.5);
+      const auto t = embplan_test::tight_task(seed + 10 * devices, 3 * devices + 5, devices, 0.5);
       const auto r = make_planner(policy)(t, seed);
       const auto expected = reference_plan(policy, t);
       CHECK(r.ok == !expected.empty());
@@ -145,7 +133,7 @@ TEST_CASE("equal logits go to the lowest legal device (torch.argmax)") {
 
 TEST_CASE("best of k: sampled episodes, the best by the planner's reward, seeded") {
   const auto policy = rl::dreamshard_policy::untrained(4);
-  const auto t = tight_task(7, 24, 4, 0.7);
+  const auto t = embplan_test::tight_task(7, 24, 4, 0.7);
   const auto greedy = make_planner(policy)(t, 1);
   const auto best = make_planner(policy, 16)(t, 1);
   REQUIRE(greedy.ok);
@@ -162,7 +150,7 @@ TEST_CASE("a const planner serves several threads: same plans as one thread") {
   const auto planner = make_planner(rl::dreamshard_policy::untrained(5), 3);
   std::vector<embplan::task> tasks;
   for (std::uint64_t s = 0; s < 8; ++s)
-    tasks.push_back(tight_task(s, 20, 4, 0.8));
+    tasks.push_back(embplan_test::tight_task(s, 20, 4, 0.8));
   std::vector<embplan::plan> serial;
   for (std::size_t i = 0; i < tasks.size(); ++i)
     serial.push_back(planner(tasks[i], i).placement);
@@ -205,7 +193,7 @@ TEST_CASE("policy files: save / load gives the same logits and plans; bad files 
   CHECK(back.metadata().hyperparameters.at("iterations") == "10");
   CHECK(back.metadata().learning_curve == meta.learning_curve);
 
-  const auto t = tight_task(3, 30, 8, 0.6);
+  const auto t = embplan_test::tight_task(3, 30, 8, 0.6);
   CHECK(make_planner(back)(t).placement == make_planner(policy)(t).placement);
   // Logits and probabilities of a mid-episode state, bit for bit.
   rl::dreamshard_context a, b;
@@ -247,7 +235,7 @@ TEST_CASE("policy files: save / load gives the same logits and plans; bad files 
     CHECK(msg.find("\"x\"") != std::string::npos);
   }
   SUBCASE("a context of another task") {
-    const auto other = tight_task(4, 12, 8, 0.6);
+    const auto other = embplan_test::tight_task(4, 12, 8, 0.6);
     rl::dreamshard_context c;
     policy.prepare(other, c);
     const auto msg = message_of([&] { policy.logits(mdp.view(), c, la); });

@@ -54,4 +54,18 @@ inline embplan::task search_task(std::uint64_t seed, std::size_t tables, std::si
                             .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
 }
 
+// A search_task whose memory binds: `fill` of the cluster's memory is used
+// (devices of equal capacity).
+inline embplan::task tight_task(std::uint64_t seed, std::size_t tables, std::size_t devices,
+                                double fill) {
+  auto t = search_task(seed, tables, devices);
+  std::uint64_t total = 0;
+  for (const auto& s : t.tables)
+    total += embplan::table_bytes(s);
+  for (auto& d : t.cluster.devices)
+    d.memory_bytes = static_cast<std::uint64_t>(static_cast<double>(total) / fill /
+                                                static_cast<double>(devices));
+  return t;
+}
+
 }  // namespace embplan_test

@@ -28,7 +28,6 @@
 #include <Eigen/Core>
 
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -81,12 +80,6 @@ double mdp_overall_head(const nn::dreamshard_model& m, const Eigen::Ref<const nn
   const std::vector<std::int64_t> placement_of(tables_on.size(), 0);
   nn::dreamshard_cost_forward(m, x, group, placement_of, 1, tape);
   return static_cast<double>(tape.out[3](0, 0));
-}
-
-inline std::string mdp_number_text(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
 }
 
 }  // namespace detail
@@ -200,10 +193,7 @@ class dreamshard_policy {
     md["embplan.policy"] = "dreamshard";
     for (const auto& [k, v] : m.hyperparameters)
       md["embplan.hp." + k] = v;
-    std::string curve;
-    for (std::size_t i = 0; i < m.learning_curve.size(); ++i)
-      curve += (i ? "," : "") + detail::mdp_number_text(m.learning_curve[i]);
-    md["embplan.learning_curve"] = curve;
+    md["embplan.learning_curve"] = detail::mdp_curve_text(m.learning_curve);
     nn::save_state_dict(path, network(), std::move(md));
   }
 
@@ -212,20 +202,8 @@ class dreamshard_policy {
     const std::string source = path.string();
     dreamshard_policy_metadata meta;
     meta.cost = cost::detail::dreamshard_metadata_from(file, source);
-    for (const auto& [k, v] : file.metadata) {
-      if (k.rfind("embplan.hp.", 0) == 0) meta.hyperparameters[k.substr(11)] = v;
-    }
-    if (const auto it = file.metadata.find("embplan.learning_curve");
-        it != file.metadata.end() && !it->second.empty()) {
-      std::size_t begin = 0;
-      const std::string& text = it->second;
-      while (begin <= text.size()) {
-        const auto end = std::min(text.find(',', begin), text.size());
-        meta.learning_curve.push_back(cost::detail::parse_number<double>(
-            text.substr(begin, end - begin), source + ": metadata.embplan.learning_curve"));
-        begin = end + 1;
-      }
-    }
+    detail::mdp_read_training_metadata(file.metadata, source, meta.hyperparameters,
+                                       meta.learning_curve);
     return dreamshard_policy(cost::detail::dreamshard_model_from(file, source), std::move(meta));
   }
 

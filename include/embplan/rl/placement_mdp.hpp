@@ -33,7 +33,9 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <span>
 #include <string>
@@ -46,6 +48,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/cost/detail/metadata.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/search/infeasible.hpp"
 #include "embplan/version.hpp"
@@ -117,6 +120,47 @@ inline std::vector<std::uint32_t> descending_order(std::span<const double> keys)
                    [&](std::uint32_t a, std::uint32_t b) { return keys[a] > keys[b]; });
   return order;
 }
+
+namespace detail {
+
+// A double as text that reads back to the same double (%.17g): policy files'
+// metadata.
+inline std::string mdp_number_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// A learning curve as policy files keep it: numbers joined by commas.
+inline std::string mdp_curve_text(std::span<const double> curve) {
+  std::string out;
+  for (std::size_t i = 0; i < curve.size(); ++i)
+    out += (i ? "," : "") + mdp_number_text(curve[i]);
+  return out;
+}
+
+// A policy file's "embplan.hp.<name>" entries and "embplan.learning_curve"
+// (absent or empty: no curve); a bad number names `source` and the key.
+inline void mdp_read_training_metadata(const std::map<std::string, std::string>& metadata,
+                                       const std::string& source,
+                                       std::map<std::string, std::string>& hyperparameters,
+                                       std::vector<double>& curve) {
+  for (const auto& [k, v] : metadata) {
+    if (k.rfind("embplan.hp.", 0) == 0) hyperparameters[k.substr(11)] = v;
+  }
+  const auto it = metadata.find("embplan.learning_curve");
+  if (it == metadata.end() || it->second.empty()) return;
+  const std::string& text = it->second;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const auto end = std::min(text.find(',', begin), text.size());
+    curve.push_back(cost::detail::parse_number<double>(
+        text.substr(begin, end - begin), source + ": metadata.embplan.learning_curve"));
+    begin = end + 1;
+  }
+}
+
+}  // namespace detail
 
 inline constexpr std::uint32_t unplaced = std::numeric_limits<std::uint32_t>::max();
 

@@ -1,0 +1,498 @@
+#pragma once
+// AutoShard's trained policy as a value (KDD'22 §4.2-4.3; the authors'
+// bench.py GymWrapper and sharders.py inference), usable as
+// rl::policy_searcher<rl::autoshard_policy> and as the actors' policy in
+// training (rl/autoshard_train.hpp).
+//
+// The MDP as the authors build it (§4.3):
+//  - tables: each table's 21 features (cost::feature_set::embplan21 order:
+//    dim, rows, pooling factor, size, bin_0 .. bin_16), dim, rows and pooling
+//    factor z-scored with statistics of the TRAINING tables
+//    (autoshard_feature_stats, kept in the policy file), size in GiB (the
+//    authors' table_size) and the bins raw;
+//  - order: descending by the cost head's single-table cost, equal costs in
+//    task order (Python's sorted(reverse=True) is stable);
+//  - state: the upcoming table and the step-aware feature, the share of
+//    tables already placed (index / tables);
+//  - actions: the shards (devices). An action's tables are the shard's tables
+//    plus one all-zero feature row (the authors append one to every shard, so
+//    an empty shard's summed latent is e(0), not 0); its other features are
+//    [the cost head's prediction for the shard (0 when empty; no zero row),
+//    the shard's size in GiB];
+//  - reward: 0 until the last step (autoshard_train.hpp measures the plan).
+//
+// Inference is incremental (the per-task work is O(tables x devices)): each
+// table's latent e(x) is computed once per task, each shard keeps its summed
+// latent, cost and representation u_a = [m_a, q_a], and only the shard that
+// received the last table is updated. The policy MLP's first layer is split
+// by its input blocks, p_fc_0([h, u, h*u]) = W_h h + W_u u + W_p (h*u) + b:
+// W_u u_a is kept per shard, W_h h is one product per step, and
+// W_p (h*u_a) = (W_p diag(h)) u_a one [devices x 64] x [64 x 128] product —
+// the same function as rl::autoshard_inference, evaluated in another order
+// (float rounding differs in the last bits).
+//
+// Which devices are scored: the MDP's legal devices (the planner's
+// Constraint). The authors' inference takes the argmax over every device and
+// may overflow memory; as a Searcher, embplan masks the devices that cannot
+// take the table, so a plan it returns is valid. Training uses whatever
+// constraint the trainer is given (the paper's: none, with the memory
+// penalty as the reward).
+//
+// A context may record the episode it plays (autoshard_context::record) in
+// the learner's format (rl::autoshard_episode): the actors' trajectories.
+
+#include <Eigen/Core>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "embplan/core/error.hpp"
+#include "embplan/core/random.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/cost/detail/metadata.hpp"
+#include "embplan/cost/features.hpp"
+#include "embplan/io/safetensors.hpp"
+#include "embplan/nn/activation.hpp"
+#include "embplan/nn/lstm.hpp"
+#include "embplan/nn/paper_models.hpp"
+#include "embplan/nn/serialize.hpp"
+#include "embplan/rl/autoshard_net.hpp"
+#include "embplan/rl/placement_mdp.hpp"
+#include "embplan/rl/policy_searcher.hpp"
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI::rl {
+
+inline constexpr Eigen::Index autoshard_table_features = 21;
+inline constexpr Eigen::Index autoshard_state_features = 1;   // share of tables placed
+inline constexpr Eigen::Index autoshard_action_features = 2;  // predicted cost, size (GiB)
+
+// An autoshard_net with PyTorch's default init, layer by layer in the
+// declaration order of the authors' Net, from rng(seed).
+inline nn::autoshard_net make_autoshard_net(std::uint64_t seed) {
+  nn::autoshard_net n(autoshard_table_features, autoshard_state_features,
+                      autoshard_action_features);
+  rng gen(seed);
+  const auto init = [&](nn::linear& l) { l = nn::linear(l.in_features(), l.out_features(), gen); };
+  init(n.t_fc_0);
+  init(n.t_fc_1);
+  init(n.s_fc_0);
+  init(n.a_fc_0);
+  n.core = nn::lstm(64, 64, 2, gen);
+  for (nn::linear* l :
+       {&n.p_fc_0, &n.p_fc_1, &n.p_fc_2, &n.p_fc_3, &n.b_fc_0, &n.b_fc_1, &n.c_fc_0, &n.c_fc_1})
+    init(*l);
+  return n;
+}
+
+// z-score statistics of dim, rows and pooling factor over the training
+// tables (the authors' GymWrapper: numpy mean and population std over every
+// table of every training task; a zero std only subtracts the mean).
+struct autoshard_feature_stats {
+  std::array<double, 3> mean{0.0, 0.0, 0.0};
+  std::array<double, 3> stdev{1.0, 1.0, 1.0};
+
+  static constexpr std::array<const char*, 3> names{"dim", "rows", "pooling_factor"};
+
+  static autoshard_feature_stats of(std::span<const task> tasks) {
+    autoshard_feature_stats s;
+    std::array<double, 3> sum{}, sq{};
+    double n = 0.0;
+    for (const auto& t : tasks) {
+      for (const auto& tab : t.tables) {
+        const std::array<double, 3> x{static_cast<double>(tab.dim), static_cast<double>(tab.rows),
+                                      tab.pooling_factor};
+        for (std::size_t k = 0; k < 3; ++k)
+          sum[k] += x[k];
+        n += 1.0;
+      }
+    }
+    if (n == 0.0) embplan::detail::fail("autoshard_feature_stats.tables", 0, "at least one table");
+    for (std::size_t k = 0; k < 3; ++k)
+      s.mean[k] = sum[k] / n;
+    for (const auto& t : tasks) {
+      for (const auto& tab : t.tables) {
+        const std::array<double, 3> x{static_cast<double>(tab.dim), static_cast<double>(tab.rows),
+                                      tab.pooling_factor};
+        for (std::size_t k = 0; k < 3; ++k)
+          sq[k] += (x[k] - s.mean[k]) * (x[k] - s.mean[k]);
+      }
+    }
+    for (std::size_t k = 0; k < 3; ++k)
+      s.stdev[k] = std::sqrt(sq[k] / n);
+    return s;
+  }
+
+  void validate() const {
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!std::isfinite(mean[k])) {
+        embplan::detail::fail(std::string("autoshard_feature_stats.mean.") + names[k], mean[k],
+                              "a finite number");
+      }
+      if (!std::isfinite(stdev[k]) || stdev[k] < 0.0) {
+        embplan::detail::fail(std::string("autoshard_feature_stats.stdev.") + names[k], stdev[k],
+                              "a finite number >= 0");
+      }
+    }
+  }
+};
+
+// The tables' features [tables, 21] of the MDP above.
+inline void autoshard_task_features(const task& t, const autoshard_feature_stats& stats,
+                                    nn::matrix& out) {
+  stats.validate();
+  out.resize(static_cast<Eigen::Index>(t.tables.size()), autoshard_table_features);
+  std::array<float, 21> row{};
+  for (std::size_t i = 0; i < t.tables.size(); ++i) {
+    cost::table_features(t.tables[i], cost::feature_set::embplan21, row);
+    for (std::size_t k = 0; k < 3; ++k) {
+      const double centred = static_cast<double>(row[k]) - stats.mean[k];
+      row[k] = static_cast<float>(stats.stdev[k] == 0.0 ? centred : centred / stats.stdev[k]);
+    }
+    row[3] = static_cast<float>(static_cast<double>(table_bytes(t.tables[i])) /
+                                (1024.0 * 1024.0 * 1024.0));
+    for (Eigen::Index k = 0; k < autoshard_table_features; ++k)
+      out(static_cast<Eigen::Index>(i), k) = row[static_cast<std::size_t>(k)];
+  }
+}
+
+struct autoshard_policy_metadata {
+  autoshard_feature_stats stats{};
+  std::string meter{};                                   // what measured the training rewards
+  std::map<std::string, std::string> hyperparameters{};  // name -> value, as trained
+  std::vector<double> learning_curve{};  // mean degree of balance per learner update
+};
+
+// Per-task state of an autoshard_policy (see the file comment). Set `record`
+// to have logits() append every step's network inputs to `episode` (the
+// learner's format), the scored devices being the actions.
+struct autoshard_context {
+  nn::matrix features{};     // [T, 21]
+  nn::matrix latent{};       // [T, 32] e(x)
+  nn::matrix zero_latent{};  // [1, 32] e(0)
+  std::vector<double> single_cost{};
+  std::vector<double> sizes{};  // GiB per table
+  // Per device.
+  nn::matrix sums{};       // [D, 32] e(0) + sum of e(x) (the action's m_a)
+  nn::matrix cost_sums{};  // [D, 32] sum of e(x) (the cost head's input)
+  nn::matrix other{};      // [D, 2] predicted cost, size GiB
+  nn::matrix u{};          // [D, 64] [m_a, q_a]
+  nn::matrix u_w{};        // [D, 128] W_u u_a
+  std::vector<std::int64_t> count{};
+  // The episode.
+  std::size_t applied = 0;  // steps folded into the per-device state
+  std::size_t lstm_steps = 0;
+  nn::lstm_state lstm{};
+  nn::lstm_workspace ws{};
+  nn::matrix h{};      // the LSTM output of the last step fed
+  float value = 0.0f;  // its value head
+  // Scratch.
+  nn::matrix z{}, tmp{}, tmp2{}, wp_h{}, p0{}, p1{}, p2{}, logit{}, scalar{};
+  std::vector<std::uint32_t> scored{};
+  // Recording.
+  bool record = false;
+  autoshard_episode episode{};
+};
+
+class autoshard_policy {
+ public:
+  using context = autoshard_context;
+
+  autoshard_policy() = default;
+  explicit autoshard_policy(nn::autoshard_net n, autoshard_policy_metadata meta = {})
+      : net_(std::make_shared<const nn::autoshard_net>(std::move(n)))
+      , meta_(std::make_shared<const autoshard_policy_metadata>(std::move(meta))) {
+    autoshard_inference check(*net_);  // refuses a network whose layers do not chain
+    (void)check;
+    if (net_->t_fc_0.in_features() != autoshard_table_features ||
+        net_->s_fc_0.in_features() != autoshard_state_features ||
+        net_->a_fc_0.in_features() != autoshard_action_features) {
+      embplan::detail::fail("autoshard_policy.net.(t_fc_0, s_fc_0, a_fc_0).in_features",
+                            std::to_string(net_->t_fc_0.in_features()) + ", " +
+                                std::to_string(net_->s_fc_0.in_features()) + ", " +
+                                std::to_string(net_->a_fc_0.in_features()),
+                            "21, 1, 2 (table, state and action features of AutoShard's MDP)");
+    }
+    meta_->stats.validate();
+  }
+
+  // An untrained policy: PyTorch's default init from `seed`.
+  static autoshard_policy untrained(std::uint64_t seed, autoshard_feature_stats stats = {}) {
+    return autoshard_policy(make_autoshard_net(seed), {.stats = stats});
+  }
+
+  std::string_view name() const noexcept { return "autoshard"; }
+  const nn::autoshard_net& network() const { return *require().first; }
+  const autoshard_policy_metadata& metadata() const { return *require().second; }
+
+  void prepare(const task& t, context& ctx) const {
+    const nn::autoshard_net& n = network();
+    autoshard_task_features(t, metadata().stats, ctx.features);
+    latent_of(n, ctx.features, ctx.latent, ctx.tmp);
+    latent_of(n, nn::matrix::Zero(1, autoshard_table_features), ctx.zero_latent, ctx.tmp);
+    cost_of(n, ctx.latent, ctx.tmp2, ctx.tmp);
+    ctx.single_cost.resize(t.tables.size());
+    for (std::size_t i = 0; i < t.tables.size(); ++i)
+      ctx.single_cost[i] = static_cast<double>(ctx.tmp2(static_cast<Eigen::Index>(i), 0));
+    ctx.sizes.resize(t.tables.size());
+    for (std::size_t i = 0; i < t.tables.size(); ++i)
+      ctx.sizes[i] = static_cast<double>(table_bytes(t.tables[i])) / (1024.0 * 1024.0 * 1024.0);
+    start_episode(n, ctx, static_cast<Eigen::Index>(t.cluster.size()));
+  }
+
+  // Descending single-table cost, stable.
+  void order(const context& ctx, std::vector<std::uint32_t>& out) const {
+    out = descending_order(ctx.single_cost);
+  }
+
+  // One logit per legal device of the state (view.legal order).
+  void logits(const mdp_view& v, context& ctx, std::vector<double>& out) const {
+    const nn::autoshard_net& n = network();
+    const auto devices = static_cast<Eigen::Index>(v.devices());
+    if (ctx.latent.rows() != static_cast<Eigen::Index>(v.order.size()) ||
+        ctx.sums.rows() != devices) {
+      embplan::detail::fail("autoshard_policy.context", ctx.latent.rows(),
+                            "a context prepared for this task (" + std::to_string(v.order.size()) +
+                                " tables, " + std::to_string(devices) + " devices)");
+    }
+    if (v.step < ctx.applied || v.step < ctx.lstm_steps) start_episode(n, ctx, devices);
+    for (; ctx.applied < v.step; ++ctx.applied) {
+      const auto table = v.order[ctx.applied];
+      place(n, ctx, static_cast<Eigen::Index>(table),
+            static_cast<Eigen::Index>(v.device_of[table]));
+    }
+    if (ctx.lstm_steps == v.step) feed_lstm(n, ctx, v);
+
+    // Policy head over the legal devices.
+    ctx.scored.assign(v.legal.begin(), v.legal.end());
+    const auto k = static_cast<Eigen::Index>(ctx.scored.size());
+    const Eigen::Index width = ctx.h.cols();
+    const auto& w0 = n.p_fc_0.weight;  // [128, 192]: [W_h | W_u | W_p]
+    // (W_p diag(h))^T: [64, 128].
+    ctx.wp_h.noalias() =
+        (w0.rightCols(width).array().rowwise() * ctx.h.row(0).array()).matrix().transpose();
+    ctx.tmp.resize(k, width);
+    for (Eigen::Index a = 0; a < k; ++a)
+      ctx.tmp.row(a) = ctx.u.row(ctx.scored[static_cast<std::size_t>(a)]);
+    ctx.p0.noalias() = ctx.tmp * ctx.wp_h;
+    ctx.tmp2.noalias() = ctx.h * w0.leftCols(width).transpose();  // [1, 128]
+    ctx.tmp2.row(0) += n.p_fc_0.bias.row(0);
+    for (Eigen::Index a = 0; a < k; ++a)
+      ctx.p0.row(a) += ctx.u_w.row(ctx.scored[static_cast<std::size_t>(a)]) + ctx.tmp2.row(0);
+    nn::relu_inplace(ctx.p0);
+    n.p_fc_1.forward(ctx.p0, ctx.p1);
+    nn::relu_inplace(ctx.p1);
+    n.p_fc_2.forward(ctx.p1, ctx.p2);
+    nn::relu_inplace(ctx.p2);
+    n.p_fc_3.forward(ctx.p2, ctx.logit);
+    out.resize(static_cast<std::size_t>(k));
+    for (Eigen::Index a = 0; a < k; ++a)
+      out[static_cast<std::size_t>(a)] = static_cast<double>(ctx.logit(a, 0));
+    if (ctx.record) record_step(ctx, v);
+  }
+
+  // ------------------------------------------------------------ files
+  // One safetensors file: the network (the authors' Net names, so their
+  // checkpoint's state_dict loads) and metadata: "embplan.policy" =
+  // "autoshard", the feature statistics ("embplan.autoshard.mean.<name>",
+  // ".stdev.<name>"), the meter, hyperparameters ("embplan.hp.<name>") and the
+  // learning curve.
+  void save(const std::filesystem::path& path) const {
+    nn::save_state_dict(path, network(), metadata_text(metadata()));
+  }
+
+  static autoshard_policy load(const std::filesystem::path& path) {
+    return from_file(io::read_safetensors(path), path.string());
+  }
+
+  static std::map<std::string, std::string> metadata_text(const autoshard_policy_metadata& m) {
+    std::map<std::string, std::string> md;
+    md["embplan.policy"] = "autoshard";
+    for (std::size_t k = 0; k < 3; ++k) {
+      md[std::string("embplan.autoshard.mean.") + autoshard_feature_stats::names[k]] =
+          detail::mdp_number_text(m.stats.mean[k]);
+      md[std::string("embplan.autoshard.stdev.") + autoshard_feature_stats::names[k]] =
+          detail::mdp_number_text(m.stats.stdev[k]);
+    }
+    md["embplan.meter"] = m.meter;
+    for (const auto& [k, v] : m.hyperparameters)
+      md["embplan.hp." + k] = v;
+    md["embplan.learning_curve"] = detail::mdp_curve_text(m.learning_curve);
+    return md;
+  }
+
+  // A policy from a file's tensors and metadata (`source` names it in errors).
+  // A file of another policy or architecture is refused naming the field.
+  static autoshard_policy from_file(const io::safetensors_file& file, const std::string& source) {
+    const auto policy = file.metadata.find("embplan.policy");
+    if (policy != file.metadata.end() && policy->second != "autoshard") {
+      embplan::detail::fail(source + ": metadata.embplan.policy", policy->second,
+                            "\"autoshard\" (a file of `embplan train autoshard`)");
+    }
+    autoshard_policy_metadata meta;
+    for (std::size_t k = 0; k < 3; ++k) {
+      const auto read = [&](const std::string& key, double& out) {
+        const auto it = file.metadata.find(key);
+        if (it != file.metadata.end())
+          out = cost::detail::parse_number<double>(it->second, source + ": metadata." + key);
+      };
+      read(std::string("embplan.autoshard.mean.") + autoshard_feature_stats::names[k],
+           meta.stats.mean[k]);
+      read(std::string("embplan.autoshard.stdev.") + autoshard_feature_stats::names[k],
+           meta.stats.stdev[k]);
+    }
+    if (const auto it = file.metadata.find("embplan.meter"); it != file.metadata.end())
+      meta.meter = it->second;
+    detail::mdp_read_training_metadata(file.metadata, source, meta.hyperparameters,
+                                       meta.learning_curve);
+    nn::autoshard_net n(autoshard_table_features, autoshard_state_features,
+                        autoshard_action_features);
+    nn::load_state_dict(n, file);
+    for (const auto& [name, p] : n.named_parameters()) {
+      for (Eigen::Index i = 0; i < p->size(); ++i) {
+        if (!std::isfinite(p->data()[i])) {
+          embplan::detail::fail(source + ": " + name + "[" + std::to_string(i) + "]", p->data()[i],
+                                "a finite weight");
+        }
+      }
+    }
+    return autoshard_policy(std::move(n), std::move(meta));
+  }
+
+ private:
+  std::pair<const nn::autoshard_net*, const autoshard_policy_metadata*> require() const {
+    if (!net_ || !meta_) {
+      embplan::detail::fail("autoshard_policy", "(empty)",
+                            "a policy (autoshard_policy::load, untrained, or a trained one)");
+    }
+    return {net_.get(), meta_.get()};
+  }
+
+  // e(x) = relu(t_fc_1(relu(t_fc_0(x)))) per row.
+  static void latent_of(const nn::autoshard_net& n, const Eigen::Ref<const nn::matrix>& x,
+                        nn::matrix& out, nn::matrix& hidden) {
+    n.t_fc_0.forward(x, hidden);
+    nn::relu_inplace(hidden);
+    n.t_fc_1.forward(hidden, out);
+    nn::relu_inplace(out);
+  }
+  // The cost head c_fc_1(relu(c_fc_0(s))) per row of summed latents.
+  static void cost_of(const nn::autoshard_net& n, const Eigen::Ref<const nn::matrix>& sums,
+                      nn::matrix& out, nn::matrix& hidden) {
+    n.c_fc_0.forward(sums, hidden);
+    nn::relu_inplace(hidden);
+    n.c_fc_1.forward(hidden, out);
+  }
+
+  static void start_episode(const nn::autoshard_net& n, context& ctx, Eigen::Index devices) {
+    const Eigen::Index latent = n.t_fc_1.out_features();
+    ctx.sums = ctx.zero_latent.replicate(devices, 1);
+    ctx.cost_sums = nn::matrix::Zero(devices, latent);
+    ctx.other = nn::matrix::Zero(devices, autoshard_action_features);
+    ctx.count.assign(static_cast<std::size_t>(devices), 0);
+    ctx.u.resize(devices, 2 * latent);
+    n.a_fc_0.forward(ctx.other, ctx.tmp);
+    nn::relu_inplace(ctx.tmp);
+    ctx.u << ctx.sums, ctx.tmp;
+    const Eigen::Index width = ctx.u.cols();
+    ctx.u_w.noalias() = ctx.u * n.p_fc_0.weight.middleCols(width, width).transpose();
+    ctx.applied = 0;
+    ctx.lstm_steps = 0;
+    ctx.lstm = n.core.initial_state(1);
+    if (ctx.record) {
+      ctx.episode = autoshard_episode{};
+      ctx.episode.tables.resize(0, autoshard_table_features);
+      ctx.episode.state_other.resize(0, autoshard_state_features);
+      ctx.episode.held_tables.resize(0, autoshard_table_features);
+      ctx.episode.actions_other.resize(0, autoshard_action_features);
+    }
+  }
+
+  // Table `table` went to device `d`: that shard's sums, cost, size and u.
+  static void place(const nn::autoshard_net& n, context& ctx, Eigen::Index table, Eigen::Index d) {
+    ctx.sums.row(d) += ctx.latent.row(table);
+    ctx.cost_sums.row(d) += ctx.latent.row(table);
+    ++ctx.count[static_cast<std::size_t>(d)];
+    cost_of(n, ctx.cost_sums.row(d), ctx.scalar, ctx.tmp);
+    ctx.other(d, 0) = ctx.scalar(0, 0);
+    ctx.other(d, 1) = static_cast<float>(static_cast<double>(ctx.other(d, 1)) +
+                                         ctx.sizes[static_cast<std::size_t>(table)]);
+    n.a_fc_0.forward(ctx.other.row(d), ctx.tmp);
+    nn::relu_inplace(ctx.tmp);
+    const Eigen::Index latent = ctx.sums.cols();
+    ctx.u.block(d, 0, 1, latent) = ctx.sums.row(d);
+    ctx.u.block(d, latent, 1, ctx.tmp.cols()) = ctx.tmp;
+    const Eigen::Index width = ctx.u.cols();
+    ctx.u_w.row(d).noalias() = ctx.u.row(d) * n.p_fc_0.weight.middleCols(width, width).transpose();
+  }
+
+  // The step's state through the LSTM, and the value head.
+  static void feed_lstm(const nn::autoshard_net& n, context& ctx, const mdp_view& v) {
+    const Eigen::Index latent = ctx.latent.cols();
+    const auto table = static_cast<Eigen::Index>(v.order[v.step]);
+    nn::matrix share(1, 1);
+    share(0, 0) =
+        static_cast<float>(static_cast<double>(v.step) / static_cast<double>(v.order.size()));
+    n.s_fc_0.forward(share, ctx.tmp);
+    nn::relu_inplace(ctx.tmp);
+    ctx.z.resize(1, latent + ctx.tmp.cols());
+    ctx.z << ctx.latent.row(table), ctx.tmp;
+    n.core.step(ctx.z, ctx.lstm, ctx.ws);
+    ctx.h = ctx.lstm.h.back();
+    n.b_fc_0.forward(ctx.h, ctx.tmp);
+    nn::relu_inplace(ctx.tmp);
+    n.b_fc_1.forward(ctx.tmp, ctx.scalar);
+    ctx.value = ctx.scalar(0, 0);
+    ++ctx.lstm_steps;
+  }
+
+  static void append_row(nn::matrix& m, const Eigen::Ref<const nn::matrix>& row) {
+    m.conservativeResize(m.rows() + 1, Eigen::NoChange);
+    m.row(m.rows() - 1) = row;
+  }
+
+  // The step's inputs in the learner's format (rl::autoshard_episode).
+  void record_step(context& ctx, const mdp_view& v) const {
+    auto& ep = ctx.episode;
+    const auto table = static_cast<Eigen::Index>(v.order[v.step]);
+    if (static_cast<std::size_t>(ep.tables.rows()) != v.step) {
+      embplan::detail::fail("autoshard_context.episode.steps", ep.tables.rows(),
+                            "one recorded step per MDP step (" + std::to_string(v.step) +
+                                "): logits() once per step");
+    }
+    append_row(ep.tables, ctx.features.row(table));
+    nn::matrix share(1, 1);
+    share(0, 0) =
+        static_cast<float>(static_cast<double>(v.step) / static_cast<double>(v.order.size()));
+    append_row(ep.state_other, share);
+    ep.action_count.push_back(static_cast<std::int64_t>(ctx.scored.size()));
+    Eigen::Index rows = ep.held_tables.rows();
+    for (const auto d : ctx.scored)
+      rows += static_cast<Eigen::Index>((*v.tables_on)[d].size()) + 1;
+    ep.held_tables.conservativeResize(rows, autoshard_table_features);
+    Eigen::Index r = rows;
+    for (const auto d : ctx.scored)
+      r -= static_cast<Eigen::Index>((*v.tables_on)[d].size()) + 1;
+    for (const auto d : ctx.scored) {
+      for (const auto tab : (*v.tables_on)[d])
+        ep.held_tables.row(r++) = ctx.features.row(tab);
+      ep.held_tables.row(r++).setZero();
+      ep.held_count.push_back(static_cast<std::int64_t>((*v.tables_on)[d].size()) + 1);
+      append_row(ep.actions_other, ctx.other.row(d));
+    }
+  }
+
+  std::shared_ptr<const nn::autoshard_net> net_{};
+  std::shared_ptr<const autoshard_policy_metadata> meta_{};
+};
+
+}  // namespace embplan::inline EMBPLAN_ABI::rl
