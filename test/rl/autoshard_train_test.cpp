@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -222,4 +223,43 @@ TEST_CASE("autoshard train: bad options, states and players name the field") {
           rl::autoshard_train(tasks, failing, o, st);
         }).find("actor 2: the meter failed") != std::string::npos);
   CHECK(st.updates_done == 0);
+}
+
+TEST_CASE("autoshard train: a checkpoint file resumes bit-equal; another run's is refused") {
+  const auto dir = std::filesystem::temp_directory_path() / "embplan_autoshard_train_test";
+  std::filesystem::create_directories(dir);
+  const auto tasks = small_tasks(90, 3, 10, 3);
+  const embplan::analytic_cost meter{};
+  auto o = quick(5);
+  o.cost_buffer = 11;  // the ring wraps before the save
+  o.policy_lag = 2;
+  auto whole = rl::autoshard_initial_state(tasks, o);
+  rl::autoshard_train(tasks, meter, o, whole);
+
+  auto part = rl::autoshard_initial_state(tasks, o);
+  rl::autoshard_train(tasks, meter, o, part, embplan::all_of<>{}, {}, 3);
+  REQUIRE(part.buffer.size() == 11);
+  CHECK(part.buffer.next_slot() != 0);
+  rl::save_checkpoint(dir / "c.safetensors", part, o);
+  auto back = rl::load_checkpoint(dir / "c.safetensors", o);
+  CHECK(back.updates_done == 3);
+  CHECK(back.history.size() == 3);
+  CHECK(back.buffer.next_slot() == part.buffer.next_slot());
+  CHECK(back.learning_curve == part.learning_curve);
+  CHECK(back.optimizer.parameter_steps() == part.optimizer.parameter_steps());
+  rl::autoshard_train(tasks, meter, o, back);
+  CHECK(same_net(whole.net, back.net));
+  CHECK(whole.learning_curve == back.learning_curve);
+  CHECK(whole.running_balance == back.running_balance);
+
+  auto other = o;
+  other.learner.impala.entropy_cost = 0.01;
+  CHECK(message_of([&] {
+          (void)rl::load_checkpoint(dir / "c.safetensors", other);
+        }).find("metadata.embplan.train.entropy_cost' = \"0.001") != std::string::npos);
+  rl::autoshard_policy::untrained(1).save(dir / "p.safetensors");
+  CHECK(message_of([&] {
+          (void)rl::load_checkpoint(dir / "p.safetensors", o);
+        }).find("metadata.embplan.checkpoint' = \"(none)\"") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -235,6 +235,34 @@ class autoshard_cost_buffer {
   // Table features of the groups held (0 before the first append).
   Eigen::Index features() const noexcept { return features_; }
 
+  // The slot the next append writes (0 until the ring is full and wraps).
+  std::size_t next_slot() const noexcept { return next_; }
+
+  // A buffer as saved: slot i holds tables[i] and cost_ms[i], `next` the slot
+  // the next append writes (a checkpoint's exact state). Bad contents name the
+  // field, as append() would.
+  static autoshard_cost_buffer restore(std::size_t capacity, std::size_t batch_size,
+                                       std::vector<nn::matrix> tables, std::vector<double> cost_ms,
+                                       std::size_t next) {
+    autoshard_cost_buffer b(capacity, batch_size);
+    if (tables.size() != cost_ms.size() || tables.size() > capacity) {
+      embplan::detail::fail("autoshard_cost_buffer.restore.size", tables.size(),
+                            std::to_string(cost_ms.size()) + " groups (one per cost), at most " +
+                                "the capacity " + std::to_string(capacity));
+    }
+    const std::size_t want_next = tables.size() < capacity ? tables.size() % capacity : next;
+    if (next >= capacity || next != want_next) {
+      embplan::detail::fail("autoshard_cost_buffer.restore.next", next,
+                            tables.size() < capacity
+                                ? std::to_string(want_next) + " (the buffer is not full)"
+                                : "a slot below the capacity " + std::to_string(capacity));
+    }
+    for (std::size_t k = 0; k < tables.size(); ++k)
+      b.append(tables[k], cost_ms[k]);
+    b.next_ = next;
+    return b;
+  }
+
   // Slot i's group and latency.
   const nn::matrix& tables(std::size_t slot) const {
     require_slot(slot);

@@ -51,11 +51,14 @@
 // updates, so a copy taken after update k and trained on gives the same
 // policy, bit for bit, as an uninterrupted run.
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <limits>
@@ -74,11 +77,14 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/io/safetensors.hpp"
 #include "embplan/nn/adam.hpp"
+#include "embplan/nn/serialize.hpp"
 #include "embplan/reward/memory_penalty.hpp"
 #include "embplan/rl/autoshard.hpp"
 #include "embplan/rl/autoshard_cost.hpp"
 #include "embplan/rl/autoshard_learner.hpp"
+#include "embplan/rl/detail/checkpoint.hpp"
 #include "embplan/rl/placement_mdp.hpp"
 #include "embplan/rl/policy_searcher.hpp"
 #include "embplan/version.hpp"
@@ -323,6 +329,34 @@ std::vector<autoshard_sample> autoshard_play(std::span<const task> tasks, const 
 
 }  // namespace detail
 
+// The options that shape a trained policy, as text (policy files'
+// "embplan.hp.*", checkpoints' "embplan.train.*"). Not `actors`: the policy
+// does not depend on it.
+inline std::map<std::string, std::string> autoshard_hyperparameters(
+    const autoshard_train_options& o) {
+  const auto num = [](double v) { return detail::mdp_number_text(v); };
+  return {
+      {"updates", std::to_string(o.updates)},
+      {"batch", std::to_string(o.batch)},
+      {"policy_lag", std::to_string(o.policy_lag)},
+      {"learning_rate", num(o.learning_rate)},
+      {"baseline_cost", num(o.learner.impala.baseline_cost)},
+      {"entropy_cost", num(o.learner.impala.entropy_cost)},
+      {"gamma", num(o.learner.impala.gamma)},
+      {"rho_bar", num(o.learner.impala.vtrace.rho_bar)},
+      {"c_bar", num(o.learner.impala.vtrace.c_bar)},
+      {"pg_rho_bar", num(o.learner.impala.vtrace.pg_rho_bar)},
+      {"lambda", num(o.learner.impala.vtrace.lambda)},
+      {"max_grad_norm", num(o.learner.max_grad_norm)},
+      {"cost_updates", std::to_string(o.cost_updates)},
+      {"cost_buffer", std::to_string(o.cost_buffer)},
+      {"cost_batch", std::to_string(o.cost_batch)},
+      {"cost_min_buffer", std::to_string(o.cost_min_buffer)},
+      {"memory_penalty_weight", num(o.memory_penalty_weight)},
+      {"seed", std::to_string(o.seed)},
+  };
+}
+
 // The policy a trained state places with (its network and feature statistics;
 // metadata for the file: the meter's name, the hyperparameters, the curve).
 inline autoshard_policy autoshard_trained_policy(const autoshard_train_state& st,
@@ -332,22 +366,8 @@ inline autoshard_policy autoshard_trained_policy(const autoshard_train_state& st
   meta.stats = st.stats;
   meta.meter = std::move(meter_name);
   meta.learning_curve = st.learning_curve;
-  const auto num = [](double v) { return detail::mdp_number_text(v); };
-  meta.hyperparameters = {
-      {"updates", std::to_string(o.updates)},
-      {"updates_done", std::to_string(st.updates_done)},
-      {"batch", std::to_string(o.batch)},
-      {"policy_lag", std::to_string(o.policy_lag)},
-      {"learning_rate", num(o.learning_rate)},
-      {"baseline_cost", num(o.learner.impala.baseline_cost)},
-      {"entropy_cost", num(o.learner.impala.entropy_cost)},
-      {"gamma", num(o.learner.impala.gamma)},
-      {"max_grad_norm", num(o.learner.max_grad_norm)},
-      {"cost_updates", std::to_string(o.cost_updates)},
-      {"cost_buffer", std::to_string(o.cost_buffer)},
-      {"cost_batch", std::to_string(o.cost_batch)},
-      {"seed", std::to_string(o.seed)},
-  };
+  meta.hyperparameters = autoshard_hyperparameters(o);
+  meta.hyperparameters["updates_done"] = std::to_string(st.updates_done);
   return autoshard_policy(st.net, std::move(meta));
 }
 
@@ -491,6 +511,189 @@ void autoshard_train(std::span<const task> tasks, const Meter& meter,
                      std::int64_t max_updates = 0) {
   autoshard_train(tasks, autoshard_local_player(tasks, meter, o, rule), o, st, progress,
                   max_updates);
+}
+
+// ------------------------------------------------------------ checkpoints
+// One safetensors file holding an autoshard_train_state exactly: the network
+// (the authors' names), the actors' lagged networks ("history.<k>.<name>"),
+// Adam's moments and step counts (rl/detail/checkpoint.hpp), the cost
+// buffer's groups stacked in slot order ("buffer.tables", F32 as kept) and
+// metadata "embplan.train.*": the options (autoshard_hyperparameters), the
+// counters, the feature statistics, the learning curve, the buffer's group
+// sizes, latencies and next slot (JSON; doubles round-trip exactly). A run
+// resumed from it is bit-equal to an uninterrupted one.
+inline void save_checkpoint(const std::filesystem::path& path, const autoshard_train_state& st,
+                            const autoshard_train_options& o) {
+  std::map<std::string, std::string> md;
+  md["embplan.checkpoint"] = "autoshard";
+  for (const auto& [k, v] : autoshard_hyperparameters(o))
+    md["embplan.train." + k] = v;
+  const auto num = [](double v) { return detail::mdp_number_text(v); };
+  md["embplan.train.updates_done"] = std::to_string(st.updates_done);
+  md["embplan.train.episodes"] = std::to_string(st.episodes);
+  md["embplan.train.measured"] = std::to_string(st.measured);
+  md["embplan.train.running_balance"] = num(st.running_balance);
+  md["embplan.train.learning_curve"] = nlohmann::json(st.learning_curve).dump();
+  md["embplan.train.stats"] =
+      nlohmann::json({{"mean", st.stats.mean}, {"stdev", st.stats.stdev}}).dump();
+  md["embplan.train.history"] = std::to_string(st.history.size());
+  std::vector<std::int64_t> offset;
+  std::vector<double> cost;
+  Eigen::Index rows = 0;
+  for (std::size_t k = 0; k < st.buffer.size(); ++k) {
+    offset.push_back(static_cast<std::int64_t>(st.buffer.tables(k).rows()));
+    cost.push_back(st.buffer.cost_ms(k));
+    rows += st.buffer.tables(k).rows();
+  }
+  md["embplan.train.buffer"] =
+      nlohmann::json({{"offset", offset}, {"cost", cost}, {"next", st.buffer.next_slot()}}).dump();
+  auto file = nn::state_dict(st.net, {}, std::move(md));
+  detail::mdp_put_adam_tensors(file, st.net, st.optimizer.state(),
+                               "autoshard_train_state.optimizer");
+  for (std::size_t k = 0; k < st.history.size(); ++k) {
+    for (auto& [name, t] : nn::state_dict(st.history[k], "history." + std::to_string(k)).tensors)
+      file.tensors.emplace(name, std::move(t));
+  }
+  io::tensor tables;
+  tables.shape = {rows, st.buffer.empty() ? autoshard_table_features : st.buffer.features()};
+  tables.values.reserve(static_cast<std::size_t>(rows * tables.shape[1]));
+  for (std::size_t k = 0; k < st.buffer.size(); ++k) {
+    const nn::matrix& g = st.buffer.tables(k);
+    for (Eigen::Index r = 0; r < g.rows(); ++r)
+      for (Eigen::Index c = 0; c < g.cols(); ++c)
+        tables.values.push_back(g(r, c));
+  }
+  file.tensors.emplace("buffer.tables", std::move(tables));
+  io::write_safetensors(path, file);
+}
+
+// A state saved by save_checkpoint, to train on with the same options `o`
+// (every option the file records must match; a mismatch names the option).
+inline autoshard_train_state load_checkpoint(const std::filesystem::path& path,
+                                                       const autoshard_train_options& o) {
+  detail::autoshard_require_options(o);
+  auto file = io::read_safetensors(path);
+  const std::string source = path.string();
+  const std::string written_by = "a checkpoint written by rl::save_checkpoint (autoshard)";
+  const auto kind = file.metadata.find("embplan.checkpoint");
+  if (kind == file.metadata.end() || kind->second != "autoshard") {
+    embplan::detail::fail(source + ": metadata.embplan.checkpoint",
+                          kind == file.metadata.end() ? std::string("(none)") : kind->second,
+                          "\"autoshard\" (" + written_by + ")");
+  }
+  const auto get = [&](const std::string& key) -> const std::string& {
+    return cost::detail::require_key(file.metadata, source, "embplan.train." + key, written_by);
+  };
+  for (const auto& [k, v] : autoshard_hyperparameters(o)) {
+    if (get(k) != v) {
+      embplan::detail::fail(source + ": metadata.embplan.train." + k, get(k),
+                            "\"" + v + "\", as autoshard_train_options." + k + " now");
+    }
+  }
+  const auto integer = [&](const std::string& key) {
+    return cost::detail::parse_number<std::int64_t>(get(key),
+                                                    source + ": metadata.embplan.train." + key);
+  };
+  autoshard_train_state st;
+  st.updates_done = integer("updates_done");
+  if (st.updates_done < 0 || st.updates_done > o.updates) {
+    embplan::detail::fail(source + ": metadata.embplan.train.updates_done", st.updates_done,
+                          "an update in [0, " + std::to_string(o.updates) + "]");
+  }
+  st.episodes = integer("episodes");
+  st.measured = integer("measured");
+  st.running_balance = cost::detail::parse_number<double>(
+      get("running_balance"), source + ": metadata.embplan.train.running_balance");
+  const auto history = integer("history");
+  std::vector<std::int64_t> offset;
+  std::vector<double> cost;
+  std::size_t next = 0;
+  const auto json = [&](const std::string& key, auto&& read) {
+    try {
+      read(nlohmann::json::parse(get(key)));
+    } catch (const nlohmann::json::exception& e) {
+      embplan::detail::fail(source + ": metadata.embplan.train." + key, std::string(e.what()),
+                            "the JSON rl::save_checkpoint writes");
+    }
+  };
+  json("learning_curve", [&](const nlohmann::json& j) { j.get_to(st.learning_curve); });
+  json("stats", [&](const nlohmann::json& j) {
+    j.at("mean").get_to(st.stats.mean);
+    j.at("stdev").get_to(st.stats.stdev);
+  });
+  json("buffer", [&](const nlohmann::json& j) {
+    j.at("offset").get_to(offset);
+    j.at("cost").get_to(cost);
+    j.at("next").get_to(next);
+  });
+  if (static_cast<std::int64_t>(st.learning_curve.size()) != st.updates_done) {
+    embplan::detail::fail(source + ": metadata.embplan.train.learning_curve",
+                          st.learning_curve.size(),
+                          "one entry per update done (" + std::to_string(st.updates_done) + ")");
+  }
+  if (history != std::min(o.policy_lag, st.updates_done) + 1) {
+    embplan::detail::fail(
+        source + ": metadata.embplan.train.history", history,
+        std::to_string(std::min(o.policy_lag, st.updates_done) + 1) + " lagged networks");
+  }
+  // The buffer's groups.
+  const auto tables_it = file.tensors.find("buffer.tables");
+  if (tables_it == file.tensors.end()) {
+    embplan::detail::fail_missing(source + ": tensors[\"buffer.tables\"]", "the cost buffer");
+  }
+  const io::tensor tables = std::move(tables_it->second);
+  file.tensors.erase(tables_it);
+  std::int64_t rows = 0;
+  for (const auto n : offset) {
+    if (n < 1) {
+      embplan::detail::fail(source + ": metadata.embplan.train.buffer.offset", n,
+                            "group sizes >= 1");
+    }
+    rows += n;
+  }
+  if (tables.shape.size() != 2 || tables.shape[0] != rows ||
+      tables.shape[1] != autoshard_table_features) {
+    std::string shape = "[";
+    for (std::size_t k = 0; k < tables.shape.size(); ++k)
+      shape += (k ? ", " : "") + std::to_string(tables.shape[k]);
+    embplan::detail::fail(
+        source + ": tensors[\"buffer.tables\"].shape", shape + "]",
+        "[" + std::to_string(rows) + ", " + std::to_string(autoshard_table_features) + "]");
+  }
+  std::vector<nn::matrix> groups;
+  std::size_t at = 0;
+  for (const auto n : offset) {
+    nn::matrix g(n, autoshard_table_features);
+    for (Eigen::Index r = 0; r < g.rows(); ++r)
+      for (Eigen::Index c = 0; c < g.cols(); ++c)
+        g(r, c) = tables.values[at++];
+    groups.push_back(std::move(g));
+  }
+  st.buffer = autoshard_cost_buffer::restore(static_cast<std::size_t>(o.cost_buffer),
+                                             static_cast<std::size_t>(o.cost_batch),
+                                             std::move(groups), std::move(cost), next);
+  // The lagged networks, Adam, then the network from the rest.
+  for (std::int64_t k = 0; k < history; ++k) {
+    nn::autoshard_net h(autoshard_table_features, autoshard_state_features,
+                        autoshard_action_features);
+    nn::load_state_dict(h, file, "history." + std::to_string(k), false);
+    st.history.push_back(std::move(h));
+  }
+  for (auto it = file.tensors.begin(); it != file.tensors.end();) {
+    it = it->first.starts_with("history.") ? file.tensors.erase(it) : std::next(it);
+  }
+  const auto adam_tensors = detail::mdp_take_adam_tensors(file);
+  st.net = nn::autoshard_net(autoshard_table_features, autoshard_state_features,
+                             autoshard_action_features);
+  nn::load_state_dict(st.net, file);
+  st.optimizer = nn::adam(nn::adam_options{.lr = o.learning_rate});
+  try {
+    st.optimizer.load_state(
+        detail::mdp_adam_state_from(adam_tensors, file.metadata, st.net, source));
+  } catch (const error& e) {
+    throw error(source + ": Adam's state: " + e.what());
+  }
+  return st;
 }
 
 }  // namespace embplan::inline EMBPLAN_ABI::rl
