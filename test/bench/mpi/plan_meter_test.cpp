@@ -111,13 +111,4 @@ TEST_CASE("measure_plan: bad input names the field and the value") {
   CHECK(m2.find("0") != std::string::npos);
 }
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  doctest::Context context(argc, argv);
-  const int failed = context.run();
-  // Any rank's failure fails the run.
-  int worst = 0;
-  MPI_Allreduce(&failed, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
-}
+#include "support/mpi_doctest_main.hpp"
