@@ -25,11 +25,20 @@
 // table's latent e(x) is computed once per task, each shard keeps its summed
 // latent, cost and representation u_a = [m_a, q_a], and only the shard that
 // received the last table is updated. The policy MLP's first layer is split
-// by its input blocks, p_fc_0([h, u, h*u]) = W_h h + W_u u + W_p (h*u) + b:
-// W_u u_a is kept per shard, W_h h is one product per step, and
-// W_p (h*u_a) = (W_p diag(h)) u_a one [devices x 64] x [64 x 128] product —
-// the same function as rl::autoshard_inference, evaluated in another order
-// (float rounding differs in the last bits).
+// by its input blocks, p_fc_0([h, u, h*u]) = W_h h + W_u u + W_p (h*u) + b
+// = (W_h h + b) + (W_u + W_p diag(h)) u: per step, W_h h + b is one
+// product and W_u + W_p diag(h) one [64 x 128] matrix, and then every device
+// is one row of a [devices x 64] x [64 x 128] product — the same function as
+// rl::autoshard_inference, evaluated in another order (float rounding
+// differs in the last bits).
+//
+// Speed: a step's work is the policy MLP over every legal device (~33k
+// multiply-adds a device; 800 tables on 80 devices are 2.1 G in all). The
+// per-step layers (the MLP, the LSTM, the value, cost and action heads) run
+// on nn's packed micro-kernels (nn/detail/packed_layers.hpp: register-blocked
+// AVX-512 or AVX2+FMA picked at run time, a scalar one elsewhere, every one
+// giving the same floats), packed once per policy; a step allocates nothing.
+// prepare() (once per task) stays on Eigen.
 //
 // Which devices are scored: the MDP's legal devices (the planner's
 // Constraint). The authors' inference takes the argmax over every device and
@@ -43,6 +52,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -62,9 +72,14 @@
 #include "embplan/cost/features.hpp"
 #include "embplan/io/safetensors.hpp"
 #include "embplan/nn/activation.hpp"
+#include "embplan/nn/detail/packed_kernels_x86.hpp"
+#include "embplan/nn/detail/packed_layers.hpp"
+#include "embplan/nn/detail/packed_mlp.hpp"
+#include "embplan/nn/linear.hpp"
 #include "embplan/nn/lstm.hpp"
 #include "embplan/nn/paper_models.hpp"
 #include "embplan/nn/serialize.hpp"
+#include "embplan/nn/simd_kernel.hpp"
 #include "embplan/rl/autoshard_net.hpp"
 #include "embplan/rl/placement_mdp.hpp"
 #include "embplan/rl/policy_searcher.hpp"
@@ -165,6 +180,93 @@ inline void autoshard_task_features(const task& t, const autoshard_feature_stats
   }
 }
 
+namespace detail {
+
+// A one-output layer as nn's dot kernel takes it: w [k_pad] (the input
+// layer's padded width, zeros past the weights), then + bias.
+struct autoshard_packed_dot {
+  std::size_t w = 0, k_pad = 0;
+  float bias = 0.0f;
+};
+
+// The layers a step runs, packed once per policy (nn/detail/packed_layers.hpp:
+// weights [in][out_pad] in one cache-aligned buffer). p_fc_0 is split by its
+// input blocks (h, u, h*u: see the file comment), the h block carrying
+// p_fc_0's bias; an LSTM layer is one layer over [x, h_prev] with weights
+// [W_ih | W_hh] and bias b_ih + b_hh.
+struct autoshard_packed_net {
+  nn::simd_kernel kernel = nn::simd_kernel::scalar;
+  nn::detail::packed_storage data{};
+  nn::detail::packed_layer h_block{}, u_block{}, hu_block{}, p_fc_1{}, p_fc_2{};
+  autoshard_packed_dot p_fc_3{};
+  std::vector<nn::detail::packed_layer> core{};
+  nn::detail::packed_layer s_fc_0{}, b_fc_0{}, c_fc_0{}, a_fc_0{};
+  autoshard_packed_dot b_fc_1{}, c_fc_1{};
+
+  nn::detail::layer_view view(const nn::detail::packed_layer& l) const noexcept {
+    return l.view(data);
+  }
+  template <class Ops>
+  float dot(const autoshard_packed_dot& d, const float* in) const {
+    return Ops::dot(in, data.data() + d.w, d.k_pad) + d.bias;
+  }
+};
+
+inline nn::detail::packed_layer pack_autoshard_block(nn::detail::packed_storage& data,
+                                                     const Eigen::Ref<const nn::matrix>& weight,
+                                                     const Eigen::Ref<const nn::matrix>& bias,
+                                                     bool relu) {
+  nn::linear l;
+  l.weight = weight;
+  l.bias = bias;
+  return nn::detail::pack_linear(data, l, relu);
+}
+
+// `l` (one output) reading the outputs of `input`, a packed layer.
+inline autoshard_packed_dot pack_autoshard_dot(nn::detail::packed_storage& data,
+                                               const nn::linear& l,
+                                               const nn::detail::packed_layer& input) {
+  autoshard_packed_dot d{.w = nn::detail::reserve_packed(data, input.n_pad),
+                         .k_pad = input.n_pad,
+                         .bias = l.bias(0, 0)};
+  for (Eigen::Index i = 0; i < l.in_features(); ++i)
+    data[d.w + static_cast<std::size_t>(i)] = l.weight(0, i);
+  return d;
+}
+
+// n's step layers on the widest kernel this CPU runs (n's shapes checked by
+// the caller: autoshard_inference's constructor).
+inline autoshard_packed_net pack_autoshard_net(const nn::autoshard_net& n) {
+  autoshard_packed_net p;
+  p.kernel = nn::detail::resolve_simd_kernel(nn::simd_kernel::automatic,
+                                             nn::simd_kernel_supported(nn::simd_kernel::avx2),
+                                             nn::simd_kernel_supported(nn::simd_kernel::avx512));
+  auto& d = p.data;
+  const Eigen::Index width = n.core.hidden_size();
+  const auto& w0 = n.p_fc_0.weight;  // [128, 192]: [W_h | W_u | W_p]
+  const nn::matrix no_bias = nn::matrix::Zero(1, w0.rows());
+  p.h_block = pack_autoshard_block(d, w0.leftCols(width), n.p_fc_0.bias, false);
+  p.u_block = pack_autoshard_block(d, w0.middleCols(width, width), no_bias, false);
+  p.hu_block = pack_autoshard_block(d, w0.rightCols(width), no_bias, false);
+  p.p_fc_1 = nn::detail::pack_linear(d, n.p_fc_1, true);
+  p.p_fc_2 = nn::detail::pack_linear(d, n.p_fc_2, true);
+  p.p_fc_3 = pack_autoshard_dot(d, n.p_fc_3, p.p_fc_2);
+  for (const auto& l : n.core.layers) {
+    nn::matrix w(l.weight_ih.rows(), l.weight_ih.cols() + l.weight_hh.cols());
+    w << l.weight_ih, l.weight_hh;
+    p.core.push_back(pack_autoshard_block(d, w, l.bias_ih + l.bias_hh, false));
+  }
+  p.s_fc_0 = nn::detail::pack_linear(d, n.s_fc_0, true);
+  p.b_fc_0 = nn::detail::pack_linear(d, n.b_fc_0, true);
+  p.b_fc_1 = pack_autoshard_dot(d, n.b_fc_1, p.b_fc_0);
+  p.c_fc_0 = nn::detail::pack_linear(d, n.c_fc_0, true);
+  p.c_fc_1 = pack_autoshard_dot(d, n.c_fc_1, p.c_fc_0);
+  p.a_fc_0 = nn::detail::pack_linear(d, n.a_fc_0, true);
+  return p;
+}
+
+}  // namespace detail
+
 struct autoshard_policy_metadata {
   autoshard_feature_stats stats{};
   std::string meter{};                                   // what measured the training rewards
@@ -186,17 +288,17 @@ struct autoshard_context {
   nn::matrix cost_sums{};  // [D, 32] sum of e(x) (the cost head's input)
   nn::matrix other{};      // [D, 2] predicted cost, size GiB
   nn::matrix u{};          // [D, 64] [m_a, q_a]
-  nn::matrix u_w{};        // [D, 128] W_u u_a
   std::vector<std::int64_t> count{};
   // The episode.
   std::size_t applied = 0;  // steps folded into the per-device state
   std::size_t lstm_steps = 0;
   nn::lstm_state lstm{};
-  nn::lstm_workspace ws{};
   nn::matrix h{};      // the LSTM output of the last step fed
   float value = 0.0f;  // its value head
-  // Scratch.
-  nn::matrix z{}, tmp{}, tmp2{}, wp_h{}, p0{}, p1{}, p2{}, logit{}, scalar{};
+  // Scratch: prepare()'s, and a step's (packed layout, nn/detail/packed_layers.hpp).
+  nn::matrix tmp{}, tmp2{};
+  nn::detail::packed_storage mix{}, bias{}, gathered{}, p0{}, p1{}, p2{}, lstm_in{}, gates{},
+      hidden{};
   std::vector<std::uint32_t> scored{};
   // Recording.
   bool record = false;
@@ -223,6 +325,8 @@ class autoshard_policy {
                             "21, 1, 2 (table, state and action features of AutoShard's MDP)");
     }
     meta_->stats.validate();
+    packed_ =
+        std::make_shared<const detail::autoshard_packed_net>(detail::pack_autoshard_net(*net_));
   }
 
   // An untrained policy: PyTorch's default init from `seed`.
@@ -265,38 +369,19 @@ class autoshard_policy {
                                 " tables, " + std::to_string(devices) + " devices)");
     }
     if (v.step < ctx.applied || v.step < ctx.lstm_steps) start_episode(n, ctx, devices);
-    for (; ctx.applied < v.step; ++ctx.applied) {
-      const auto table = v.order[ctx.applied];
-      place(n, ctx, static_cast<Eigen::Index>(table),
-            static_cast<Eigen::Index>(v.device_of[table]));
-    }
-    if (ctx.lstm_steps == v.step) feed_lstm(n, ctx, v);
-
-    // Policy head over the legal devices.
     ctx.scored.assign(v.legal.begin(), v.legal.end());
-    const auto k = static_cast<Eigen::Index>(ctx.scored.size());
-    const Eigen::Index width = ctx.h.cols();
-    const auto& w0 = n.p_fc_0.weight;  // [128, 192]: [W_h | W_u | W_p]
-    // (W_p diag(h))^T: [64, 128].
-    ctx.wp_h.noalias() =
-        (w0.rightCols(width).array().rowwise() * ctx.h.row(0).array()).matrix().transpose();
-    ctx.tmp.resize(k, width);
-    for (Eigen::Index a = 0; a < k; ++a)
-      ctx.tmp.row(a) = ctx.u.row(ctx.scored[static_cast<std::size_t>(a)]);
-    ctx.p0.noalias() = ctx.tmp * ctx.wp_h;
-    ctx.tmp2.noalias() = ctx.h * w0.leftCols(width).transpose();  // [1, 128]
-    ctx.tmp2.row(0) += n.p_fc_0.bias.row(0);
-    for (Eigen::Index a = 0; a < k; ++a)
-      ctx.p0.row(a) += ctx.u_w.row(ctx.scored[static_cast<std::size_t>(a)]) + ctx.tmp2.row(0);
-    nn::relu_inplace(ctx.p0);
-    n.p_fc_1.forward(ctx.p0, ctx.p1);
-    nn::relu_inplace(ctx.p1);
-    n.p_fc_2.forward(ctx.p1, ctx.p2);
-    nn::relu_inplace(ctx.p2);
-    n.p_fc_3.forward(ctx.p2, ctx.logit);
-    out.resize(static_cast<std::size_t>(k));
-    for (Eigen::Index a = 0; a < k; ++a)
-      out[static_cast<std::size_t>(a)] = static_cast<double>(ctx.logit(a, 0));
+    switch (packed_->kernel) {
+#ifdef EMBPLAN_NN_X86_KERNELS
+      case nn::simd_kernel::avx512:
+        step<nn::detail::avx512_ops>(*packed_, ctx, v, out);
+        break;
+      case nn::simd_kernel::avx2:
+        step<nn::detail::avx2_ops>(*packed_, ctx, v, out);
+        break;
+#endif
+      default:
+        step<nn::detail::scalar_ops>(*packed_, ctx, v, out);
+    }
     if (ctx.record) record_step(ctx, v);
   }
 
@@ -403,8 +488,6 @@ class autoshard_policy {
     n.a_fc_0.forward(ctx.other, ctx.tmp);
     nn::relu_inplace(ctx.tmp);
     ctx.u << ctx.sums, ctx.tmp;
-    const Eigen::Index width = ctx.u.cols();
-    ctx.u_w.noalias() = ctx.u * n.p_fc_0.weight.middleCols(width, width).transpose();
     ctx.applied = 0;
     ctx.lstm_steps = 0;
     ctx.lstm = n.core.initial_state(1);
@@ -417,42 +500,123 @@ class autoshard_policy {
     }
   }
 
+  // The step's state feature: the share of tables already placed.
+  static float share_placed(const mdp_view& v) {
+    return static_cast<float>(static_cast<double>(v.step) / static_cast<double>(v.order.size()));
+  }
+
+  // Folds the steps taken since the last call into the per-device state,
+  // feeds this step's state to the LSTM, then scores ctx.scored.
+  template <class Ops>
+  static void step(const detail::autoshard_packed_net& pk, context& ctx, const mdp_view& v,
+                   std::vector<double>& out) {
+    for (; ctx.applied < v.step; ++ctx.applied) {
+      const auto table = v.order[ctx.applied];
+      place<Ops>(pk, ctx, static_cast<Eigen::Index>(table),
+                 static_cast<Eigen::Index>(v.device_of[table]));
+    }
+    if (ctx.lstm_steps == v.step) feed_lstm<Ops>(pk, ctx, v);
+    score<Ops>(pk, ctx, out);
+  }
+
   // Table `table` went to device `d`: that shard's sums, cost, size and u.
-  static void place(const nn::autoshard_net& n, context& ctx, Eigen::Index table, Eigen::Index d) {
+  template <class Ops>
+  static void place(const detail::autoshard_packed_net& pk, context& ctx, Eigen::Index table,
+                    Eigen::Index d) {
     ctx.sums.row(d) += ctx.latent.row(table);
     ctx.cost_sums.row(d) += ctx.latent.row(table);
     ++ctx.count[static_cast<std::size_t>(d)];
-    cost_of(n, ctx.cost_sums.row(d), ctx.scalar, ctx.tmp);
-    ctx.other(d, 0) = ctx.scalar(0, 0);
+    ctx.hidden.resize(std::max(pk.c_fc_0.n_pad, pk.a_fc_0.n_pad));
+    Ops::vecmat(&ctx.cost_sums(d, 0), pk.view(pk.c_fc_0), ctx.hidden.data());
+    ctx.other(d, 0) = pk.dot<Ops>(pk.c_fc_1, ctx.hidden.data());
     ctx.other(d, 1) = static_cast<float>(static_cast<double>(ctx.other(d, 1)) +
                                          ctx.sizes[static_cast<std::size_t>(table)]);
-    n.a_fc_0.forward(ctx.other.row(d), ctx.tmp);
-    nn::relu_inplace(ctx.tmp);
+    Ops::vecmat(&ctx.other(d, 0), pk.view(pk.a_fc_0), ctx.hidden.data());
     const Eigen::Index latent = ctx.sums.cols();
     ctx.u.block(d, 0, 1, latent) = ctx.sums.row(d);
-    ctx.u.block(d, latent, 1, ctx.tmp.cols()) = ctx.tmp;
-    const Eigen::Index width = ctx.u.cols();
-    ctx.u_w.row(d).noalias() = ctx.u.row(d) * n.p_fc_0.weight.middleCols(width, width).transpose();
+    for (Eigen::Index k = latent; k < ctx.u.cols(); ++k)
+      ctx.u(d, k) = ctx.hidden[static_cast<std::size_t>(k - latent)];
   }
 
   // The step's state through the LSTM, and the value head.
-  static void feed_lstm(const nn::autoshard_net& n, context& ctx, const mdp_view& v) {
-    const Eigen::Index latent = ctx.latent.cols();
+  template <class Ops>
+  static void feed_lstm(const detail::autoshard_packed_net& pk, context& ctx, const mdp_view& v) {
+    const auto latent = static_cast<std::size_t>(ctx.latent.cols());
     const auto table = static_cast<Eigen::Index>(v.order[v.step]);
-    nn::matrix share(1, 1);
-    share(0, 0) =
-        static_cast<float>(static_cast<double>(v.step) / static_cast<double>(v.order.size()));
-    n.s_fc_0.forward(share, ctx.tmp);
-    nn::relu_inplace(ctx.tmp);
-    ctx.z.resize(1, latent + ctx.tmp.cols());
-    ctx.z << ctx.latent.row(table), ctx.tmp;
-    n.core.step(ctx.z, ctx.lstm, ctx.ws);
+    const auto hidden = static_cast<std::size_t>(ctx.lstm.h.front().cols());
+    std::size_t in_size = 0, gates_size = std::max(pk.s_fc_0.n_pad, pk.b_fc_0.n_pad);
+    for (const auto& l : pk.core) {
+      in_size = std::max(in_size, l.k);
+      gates_size = std::max(gates_size, l.n_pad);
+    }
+    ctx.lstm_in.resize(in_size);
+    ctx.gates.resize(gates_size);
+    float* in = ctx.lstm_in.data();
+    // Layer 0's x: [e(table), relu(s_fc_0(share))].
+    const float share = share_placed(v);
+    Ops::vecmat(&share, pk.view(pk.s_fc_0), ctx.gates.data());
+    std::copy_n(&ctx.latent(table, 0), latent, in);
+    std::copy_n(ctx.gates.data(), pk.core.front().k - hidden - latent, in + latent);
+    for (std::size_t l = 0; l < pk.core.size(); ++l) {
+      // [x, h_prev]; layer l > 0 reads layer l - 1's new h.
+      const std::size_t x_size = pk.core[l].k - hidden;
+      if (l > 0) std::copy_n(ctx.lstm.h[l - 1].data(), x_size, in);
+      std::copy_n(ctx.lstm.h[l].data(), hidden, in + x_size);
+      Ops::vecmat(in, pk.view(pk.core[l]), ctx.gates.data());
+      Eigen::Map<nn::matrix> gates(ctx.gates.data(), 1, static_cast<Eigen::Index>(4 * hidden));
+      nn::detail::lstm_cell(gates, ctx.lstm.c[l], ctx.lstm.c[l], ctx.lstm.h[l]);
+    }
     ctx.h = ctx.lstm.h.back();
-    n.b_fc_0.forward(ctx.h, ctx.tmp);
-    nn::relu_inplace(ctx.tmp);
-    n.b_fc_1.forward(ctx.tmp, ctx.scalar);
-    ctx.value = ctx.scalar(0, 0);
+    Ops::vecmat(ctx.h.data(), pk.view(pk.b_fc_0), ctx.gates.data());
+    ctx.value = pk.dot<Ops>(pk.b_fc_1, ctx.gates.data());
     ++ctx.lstm_steps;
+  }
+
+  // The policy head over the devices ctx.scored.
+  template <class Ops>
+  static void score(const detail::autoshard_packed_net& pk, context& ctx,
+                    std::vector<double>& out) {
+    const std::size_t rows = ctx.scored.size();
+    const auto u_width = static_cast<std::size_t>(ctx.u.cols());
+    const std::size_t width = pk.u_block.n_pad;
+    const float* h = ctx.h.data();
+    // W_h h + b, then W_u + W_p diag(h) (transposed, [64][128]): its row k
+    // is a one-input layer, input h_k, weight row k of W_p^T, bias row k of W_u^T.
+    ctx.bias.resize(width);
+    Ops::vecmat(h, pk.view(pk.h_block), ctx.bias.data());
+    ctx.mix.resize(u_width * width);
+    const float* packed = pk.data.data();
+    for (std::size_t k = 0; k < u_width; ++k) {
+      const nn::detail::layer_view row{.w = packed + pk.hu_block.w + k * width,
+                                       .b = packed + pk.u_block.w + k * width,
+                                       .k = 1,
+                                       .n_pad = width,
+                                       .relu = false};
+      Ops::vecmat(h + k, row, ctx.mix.data() + k * width);
+    }
+    const float* u = ctx.u.data();
+    bool all = rows == static_cast<std::size_t>(ctx.u.rows());
+    for (std::size_t a = 0; all && a < rows; ++a)
+      all = ctx.scored[a] == a;
+    if (!all) {
+      ctx.gathered.resize(rows * u_width);
+      for (std::size_t a = 0; a < rows; ++a)
+        std::copy_n(u + ctx.scored[a] * u_width, u_width, ctx.gathered.data() + a * u_width);
+      u = ctx.gathered.data();
+    }
+    ctx.p0.resize(rows * width);
+    Ops::layer(
+        u, u_width, rows,
+        {.w = ctx.mix.data(), .b = ctx.bias.data(), .k = u_width, .n_pad = width, .relu = true},
+        ctx.p0.data(), width);
+    ctx.p1.resize(rows * pk.p_fc_1.n_pad);
+    Ops::layer(ctx.p0.data(), width, rows, pk.view(pk.p_fc_1), ctx.p1.data(), pk.p_fc_1.n_pad);
+    ctx.p2.resize(rows * pk.p_fc_2.n_pad);
+    Ops::layer(ctx.p1.data(), pk.p_fc_1.n_pad, rows, pk.view(pk.p_fc_2), ctx.p2.data(),
+               pk.p_fc_2.n_pad);
+    out.resize(rows);
+    for (std::size_t a = 0; a < rows; ++a)
+      out[a] = static_cast<double>(pk.dot<Ops>(pk.p_fc_3, ctx.p2.data() + a * pk.p_fc_2.n_pad));
   }
 
   static void append_row(nn::matrix& m, const Eigen::Ref<const nn::matrix>& row) {
@@ -470,10 +634,8 @@ class autoshard_policy {
                                 "): logits() once per step");
     }
     append_row(ep.tables, ctx.features.row(table));
-    nn::matrix share(1, 1);
-    share(0, 0) =
-        static_cast<float>(static_cast<double>(v.step) / static_cast<double>(v.order.size()));
-    append_row(ep.state_other, share);
+    ep.state_other.conservativeResize(ep.state_other.rows() + 1, Eigen::NoChange);
+    ep.state_other(ep.state_other.rows() - 1, 0) = share_placed(v);
     ep.action_count.push_back(static_cast<std::int64_t>(ctx.scored.size()));
     Eigen::Index rows = ep.held_tables.rows();
     for (const auto d : ctx.scored)
@@ -493,6 +655,7 @@ class autoshard_policy {
 
   std::shared_ptr<const nn::autoshard_net> net_{};
   std::shared_ptr<const autoshard_policy_metadata> meta_{};
+  std::shared_ptr<const detail::autoshard_packed_net> packed_{};  // net_'s step layers
 };
 
 }  // namespace embplan::inline EMBPLAN_ABI::rl
