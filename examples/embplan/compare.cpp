@@ -268,8 +268,9 @@ struct compare_args {
   std::string pool;
   std::vector<std::string> planners;
   std::string json;
-  std::string model;   // empty: the bundled learned model
-  std::string policy;  // empty: the bundled DreamShard policy
+  std::string model;             // empty: the bundled learned model
+  std::string policy;            // empty: the bundled DreamShard policy
+  std::string autoshard_policy;  // empty: the bundled AutoShard policy
   meter_args meter;
   std::string half = "auto";  // auto | default | whole | train | test
   std::uint64_t split_seed = 0;
@@ -337,6 +338,8 @@ int run_compare(const compare_args& a) {
   auto pm = load_planning_model(a.model);
   const bool dreamshard = std::any_of(names.begin(), names.end(), is_dreamshard);
   if (dreamshard || !a.policy.empty() || a.meter.name == "dreamshard") load_policy(pm, a.policy);
+  const bool autoshard = std::any_of(names.begin(), names.end(), is_autoshard);
+  if (autoshard || !a.autoshard_policy.empty()) load_autoshard_policy(pm, a.autoshard_policy);
   const auto source = task_source_of(a, pm);
   std::vector<setting> settings;
   const std::vector<std::size_t> table_counts =
@@ -392,11 +395,13 @@ int run_compare(const compare_args& a) {
   report["meter"] = a.meter.name + ", " + meter_text;
   report["planning_model"] = pm.text;
   if (dreamshard) report["policy"] = pm.policy_text;
+  if (autoshard) report["autoshard_policy"] = pm.autoshard_text;
   report["settings"] = nlohmann::json::array();
   report["tasks_from"] = {{"half", source.half}, {"split_seed", source.split_seed}};
   std::cout << "meter: " << a.meter.name << ", " << meter_text << "\nplanning model: " << pm.text
             << "\ntasks from: " << source.text << "\n";
   if (dreamshard) std::cout << "dreamshard policy: " << pm.policy_text << '\n';
+  if (autoshard) std::cout << "autoshard policy: " << pm.autoshard_text << '\n';
   print_wrapped(std::cout,
                 "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms), the mean over "
                 "the tasks; \"(n/N)\": the planner found a plan for n of the N tasks only (the "
@@ -544,6 +549,7 @@ command add_compare(CLI::App& app) {
   add_meter_options(sub, a->meter, /*dreamshard=*/true);
   add_model_option(sub, a->model);
   add_policy_option(sub, a->policy);
+  add_autoshard_policy_option(sub, a->autoshard_policy);
   sub->add_flag("--optimum", a->optimum,
                 "also find each task's optimum table-wise plan under the meter (exact search; "
                 "tasks of at most 16 tables, --meter simulated or analytic) and report each "

@@ -6,6 +6,7 @@
 
 #include "embplan/bench/cpu_meter.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/rl/autoshard.hpp"
 #include "embplan/rl/dreamshard.hpp"
 #include "text_table.hpp"
 
@@ -15,6 +16,7 @@ namespace {
 
 constexpr const char* bundled_model_file = "cost/cpu_compute_model.safetensors";
 constexpr const char* bundled_policy_file = "rl/dreamshard_cpu_4dev.safetensors";
+constexpr const char* bundled_autoshard_file = "rl/autoshard_cpu_8dev.safetensors";
 
 // The install prefix of the running executable: <prefix>/<bindir>/embplan.
 std::filesystem::path install_prefix() {
@@ -65,26 +67,44 @@ std::vector<std::filesystem::path> bundled_policy_candidates() {
   return bundled_candidates(bundled_policy_file);
 }
 
-void load_policy(planning_model& pm, const std::string& arg) {
-  const bool bundled = arg.empty();
-  std::filesystem::path path = arg;
-  if (bundled) {
+namespace {
+
+// The file of a policy flag: `arg`, or the first bundled candidate when `arg`
+// is empty. Empty when no bundled one exists (`missing` says where it was
+// looked for); a named file that does not exist is an error naming the flag.
+std::filesystem::path policy_path(const std::string& arg,
+                                  const std::vector<std::filesystem::path>& candidates,
+                                  const char* flag, const char* system, const char* display,
+                                  std::string& missing) {
+  const std::string trainer = std::string("embplan train ") + system;
+  if (arg.empty()) {
     std::string tried;
-    path = first_existing(bundled_policy_candidates(), tried);
+    auto path = first_existing(candidates, tried);
     if (path.empty()) {
-      pm.policy = nullptr;
-      pm.policy_text = "no DreamShard policy: the bundled policy is not at " + tried +
-                       " (give --policy FILE, a file of `embplan train dreamshard`)";
-      return;
+      missing = std::string("no ") + display + " policy: the bundled policy is not at " + tried +
+                " (give " + flag + " FILE, a file of `" + trainer + "`)";
     }
+    return path;
   }
-  if (!std::filesystem::exists(path)) {
-    embplan::detail::fail("--policy", arg, "a policy file (embplan train dreamshard)");
+  if (!std::filesystem::exists(arg)) {
+    embplan::detail::fail(flag, arg, "a policy file (" + trainer + ")");
+  }
+  return arg;
+}
+
+}  // namespace
+
+void load_policy(planning_model& pm, const std::string& arg) {
+  const auto path = policy_path(arg, bundled_policy_candidates(), "--policy", "dreamshard",
+                                "DreamShard", pm.policy_text);
+  if (path.empty()) {
+    pm.policy = nullptr;
+    return;
   }
   auto policy = std::make_shared<const embplan::rl::dreamshard_policy>(
       embplan::rl::dreamshard_policy::load(path));
   const auto& m = policy->metadata();
-  std::string text = (bundled ? "bundled " : "") + path.filename().string() + " (" +
+  std::string text = (arg.empty() ? "bundled " : "") + path.filename().string() + " (" +
                      std::string(embplan::cost::to_string(m.cost.features)) + " features, " +
                      m.cost.meter + " meter, trained on: " + m.cost.trained_on;
   if (!m.cost.pool_half.empty()) {
@@ -93,6 +113,33 @@ void load_policy(planning_model& pm, const std::string& arg) {
   }
   pm.policy = std::move(policy);
   pm.policy_text = text + ")";
+}
+
+std::vector<std::filesystem::path> bundled_autoshard_policy_candidates() {
+  return bundled_candidates(bundled_autoshard_file);
+}
+
+void load_autoshard_policy(planning_model& pm, const std::string& arg) {
+  const auto path = policy_path(arg, bundled_autoshard_policy_candidates(), "--autoshard-policy",
+                                "autoshard", "AutoShard", pm.autoshard_text);
+  if (path.empty()) {
+    pm.autoshard = nullptr;
+    return;
+  }
+  auto policy = std::make_shared<const embplan::rl::autoshard_policy>(
+      embplan::rl::autoshard_policy::load(path));
+  const auto& m = policy->metadata();
+  const auto hp = [&](const char* key) {
+    const auto it = m.hyperparameters.find(key);
+    return it == m.hyperparameters.end() ? std::string("?") : it->second;
+  };
+  std::string text = (arg.empty() ? "bundled " : "") + path.filename().string() + " (" + m.meter +
+                     " meter, " + hp("updates_done") + " updates, trained on: " + hp("trained_on");
+  if (const auto half = hp("pool_half"); half != "?" && half != "whole") {
+    text += ", " + half + " half of the pool (split seed " + hp("split_seed") + ")";
+  }
+  pm.autoshard = std::move(policy);
+  pm.autoshard_text = text + ")";
 }
 
 planning_model load_planning_model(const std::string& arg) {

@@ -39,6 +39,7 @@
 
 namespace embplan::inline EMBPLAN_ABI::rl {
 class dreamshard_policy;
+class autoshard_policy;
 }
 
 namespace embplan_cli {
@@ -49,6 +50,9 @@ struct planning_model {
   // The dreamshard planner's policy; null: none (policy_text says why).
   std::shared_ptr<const embplan::rl::dreamshard_policy> policy{};
   std::string policy_text{};
+  // The autoshard planner's policy; null: none (autoshard_text says why).
+  std::shared_ptr<const embplan::rl::autoshard_policy> autoshard{};
+  std::string autoshard_text{};
 };
 
 // Where the bundled model is looked for, in order: next to an installed CLI
@@ -74,6 +78,21 @@ inline void add_policy_option(CLI::App* app, std::string& policy) {
   app->add_option("--policy", policy,
                   "DreamShard policy the dreamshard planner places with: a file of `embplan "
                   "train dreamshard`; default: the bundled CPU-meter policy");
+}
+
+// The same for the bundled AutoShard policy (data/rl/autoshard_cpu_8dev.safetensors).
+std::vector<std::filesystem::path> bundled_autoshard_policy_candidates();
+
+// Adds --autoshard-policy's policy to `pm`: `arg` a file of `embplan train
+// autoshard`, or empty for the bundled one (a missing bundled file leaves
+// pm.autoshard null and says where it was looked for).
+void load_autoshard_policy(planning_model& pm, const std::string& arg);
+
+// --autoshard-policy: the trained AutoShard policy the autoshard planner places with.
+inline void add_autoshard_policy_option(CLI::App* app, std::string& policy) {
+  app->add_option("--autoshard-policy", policy,
+                  "AutoShard policy the autoshard planner places with: a file of `embplan train "
+                  "autoshard`; default: the bundled CPU-meter policy");
 }
 
 // Any cost model behind one type, for pricing finished plans: the report code

@@ -41,8 +41,9 @@ struct plan_args {
   std::string torchrec;
   std::string trace;
   std::string json;
-  std::string model;   // empty: the bundled learned model
-  std::string policy;  // empty: the bundled DreamShard policy
+  std::string model;             // empty: the bundled learned model
+  std::string policy;            // empty: the bundled DreamShard policy
+  std::string autoshard_policy;  // empty: the bundled AutoShard policy
   meter_args meter;
 };
 
@@ -138,6 +139,9 @@ int run_plan(const plan_args& a) {
   check_dim_multiple(t.tables, "task.tables");
   auto pm = load_planning_model(a.model);
   if (is_dreamshard(planner) || !a.policy.empty()) load_policy(pm, a.policy);
+  if (is_autoshard(planner) || !a.autoshard_policy.empty()) {
+    load_autoshard_policy(pm, a.autoshard_policy);
+  }
   const bool measured = a.meter.name == "measured";
 #if defined(EMBPLAN_WITH_MPI)
   const world w;
@@ -184,6 +188,7 @@ int run_plan(const plan_args& a) {
             << " ms)\nmeter: " << a.meter.name << ", " << used_meter_text
             << "\nplanning model: " << pm.text << '\n';
   if (is_dreamshard(planner)) std::cout << "policy: " << pm.policy_text << '\n';
+  if (is_autoshard(planner)) std::cout << "policy: " << pm.autoshard_text << '\n';
   std::cout << '\n';
 
   // Per table: where each piece went, its cost alone and its bytes.
@@ -194,6 +199,7 @@ int run_plan(const plan_args& a) {
   report["meter"] = a.meter.name + ", " + used_meter_text;
   report["planning_model"] = pm.text;
   if (is_dreamshard(planner)) report["policy"] = pm.policy_text;
+  if (is_autoshard(planner)) report["policy"] = pm.autoshard_text;
   report["piece_cost_by"] = piece_meter.text;
   report["tables"] = nlohmann::json::array();
   text_table tables({"table", "name", "piece", "device", "cost ms", "memory"});
@@ -295,6 +301,7 @@ command add_plan(CLI::App& app) {
   sub->add_option("--json", a->json, "write the report (per table and per device) as JSON");
   add_model_option(sub, a->model);
   add_policy_option(sub, a->policy);
+  add_autoshard_policy_option(sub, a->autoshard_policy);
   add_meter_options(sub, a->meter);
   return {sub, [a] { return run_plan(*a); }};
 }

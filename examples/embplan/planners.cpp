@@ -8,6 +8,7 @@
 #include "embplan/constraint/dim_multiple.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/rl/autoshard_preset.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
 
@@ -74,16 +75,26 @@ bool is_dreamshard(std::string_view name) {
   return name == "dreamshard" || name == std::string(rowwise_prefix) + "dreamshard";
 }
 
+bool is_autoshard(std::string_view name) {
+  return name == "autoshard" || name == std::string(rowwise_prefix) + "autoshard";
+}
+
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm) {
+  // Without a policy only its planner fails; the reason names the paths tried.
   if (is_dreamshard(name) && !pm.policy) {
-    // Without a policy only this planner fails; the reason names the paths tried.
     planned out;
     out.failure = pm.policy_text;
     return out;
   }
+  if (is_autoshard(name) && !pm.autoshard) {
+    planned out;
+    out.failure = pm.autoshard_text;
+    return out;
+  }
   const embplan::preset_models models{
-      .dreamshard = pm.policy ? embplan::dreamshard_preset(*pm.policy) : embplan::preset_fn{}};
+      .dreamshard = pm.policy ? embplan::dreamshard_preset(*pm.policy) : embplan::preset_fn{},
+      .autoshard = pm.autoshard ? embplan::autoshard_preset(*pm.autoshard) : embplan::preset_fn{}};
   if (pm.compute) return run_with(name, t, seed, *pm.compute, models);
   return run_with(name, t, seed, embplan::analytic_cost{}, models);
 }

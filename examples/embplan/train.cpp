@@ -46,45 +46,11 @@
 #include "planners.hpp"
 #include "progress.hpp"
 #include "text_table.hpp"
+#include "train.hpp"
 
 namespace embplan_cli {
 
-namespace {
-
-struct train_args {
-  std::string kind;  // compute | comm | dreamshard
-  std::string data;
-  std::string tasks;  // dreamshard
-  std::string out;
-  std::string pool;  // the pool the records index (default: the synthetic pool, seed 0)
-  std::string features = "embplan21";
-  std::string trained_on;
-  std::string eval;  // records to judge the model on (e.g. the other half of the pool)
-  int epochs = 0;    // 0: the kind's default (train_options / comm_train_options)
-  std::uint64_t seed = 0;
-  std::uint64_t split_seed = 0;  // the pool split the records' half is told by
-  bool quiet = false;            // no progress line
-  // dreamshard
-  std::string meter = "cpu";  // cpu | analytic
-  bool reference = false;     // the CPU meter's drift reference (models.hpp)
-  double reference_ms = 0.0;
-  embplan::rl::dreamshard_train_options rl{};
-  std::string checkpoint;  // written after every iteration
-  std::string resume;      // a checkpoint to continue from
-};
-
-constexpr const char* dreamshard_comm_text =
-    "communication: the analytic all-to-all model (not measured)";
-constexpr const char* dreamshard_mpi_comm_text =
-    "communication: measured, MPI_Alltoallv between the ranks (one per device) with the "
-    "plan's per-device byte counts and start skews";
-constexpr const char* dreamshard_mpi_meter_text =
-    "CPU meter (each device's shard run as one fused embedding bag and timed, AutoShard "
-    "protocol, one MPI rank per device, the ranks in turn)";
-
-// The tasks of `train dreamshard`: all on one device count, every dim a
-// multiple of 4 (the planners' default_constraint), refused naming the task.
-std::vector<embplan::task> load_dreamshard_tasks(const std::string& path) {
+std::vector<embplan::task> load_training_tasks(const std::string& path, bool one_device_count) {
   if (!std::filesystem::exists(path)) {
     embplan::detail::fail("--tasks", path, "a tasks JSON file (embplan tasks)");
   }
@@ -92,7 +58,7 @@ std::vector<embplan::task> load_dreamshard_tasks(const std::string& path) {
   if (tasks.empty()) embplan::detail::fail("--tasks", path, "a file of at least one task");
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const std::string where = "tasks[" + std::to_string(i) + "]";
-    if (tasks[i].cluster.size() != tasks[0].cluster.size()) {
+    if (one_device_count && tasks[i].cluster.size() != tasks[0].cluster.size()) {
       embplan::detail::fail(where + ".cluster.size", tasks[i].cluster.size(),
                             "the device count of tasks[0] (" +
                                 std::to_string(tasks[0].cluster.size()) +
@@ -103,9 +69,7 @@ std::vector<embplan::task> load_dreamshard_tasks(const std::string& path) {
   return tasks;
 }
 
-// The pool half every task's tables come from, by table name (`embplan tasks`
-// keeps the pool's names, "#2" after a copy's); "whole" when not all of them
-// are in one half or a name is not in the pool.
+// By table name: `embplan tasks` keeps the pool's names ("#2" after a copy's).
 std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
                                std::span<const embplan::table_spec> pool,
                                std::uint64_t split_seed) {
@@ -126,10 +90,25 @@ std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
       embplan::data::to_string(embplan::data::half_holding(seen, pool.size(), split_seed)));
 }
 
+namespace {
+
+constexpr const char* dreamshard_comm_text =
+    "communication: the analytic all-to-all model (not measured)";
+constexpr const char* dreamshard_mpi_comm_text =
+    "communication: measured, MPI_Alltoallv between the ranks (one per device) with the "
+    "plan's per-device byte counts and start skews";
+constexpr const char* dreamshard_mpi_meter_text =
+    "CPU meter (each device's shard run as one fused embedding bag and timed, AutoShard "
+    "protocol, one MPI rank per device, the ranks in turn)";
+
 int run_train_dreamshard(const train_args& a, const world& w) {
   namespace rl = embplan::rl;
   rl::dreamshard_train_options o = a.rl;
   o.seed = a.seed;
+  if (a.lr >= 0.0) o.lr = a.lr;
+  if (a.max_grad_norm >= 0.0) o.max_grad_norm = a.max_grad_norm;
+  if (a.entropy >= 0.0) o.entropy_weight = a.entropy;
+  if (a.cost_batch > 0) o.cost_batch = a.cost_batch;
   // Every option checked before the first line of output.
   if (a.tasks.empty()) embplan::detail::fail("--tasks", "(none)", "a tasks file for dreamshard");
   if (!a.data.empty()) {
@@ -143,7 +122,7 @@ int run_train_dreamshard(const train_args& a, const world& w) {
   if (!a.resume.empty() && !std::filesystem::exists(a.resume)) {
     embplan::detail::fail("--resume", a.resume, "a checkpoint file (--checkpoint)");
   }
-  const auto tasks = load_dreamshard_tasks(a.tasks);
+  const auto tasks = load_training_tasks(a.tasks, /*one_device_count=*/true);
   const auto pool = load_pool(a.pool);
   // Under mpirun: one rank per device, the CPU meter, no drift reference (the
   // MPI plan meter has none).
@@ -313,14 +292,18 @@ int run_train_comm(const train_args& a) {
 }
 
 int run_train(const train_args& a) {
-  if (a.kind != "compute" && a.kind != "comm" && a.kind != "dreamshard") {
-    embplan::detail::fail("train.kind", a.kind, "\"compute\", \"comm\" or \"dreamshard\"");
+  if (a.kind != "compute" && a.kind != "comm" && a.kind != "dreamshard" && a.kind != "autoshard") {
+    embplan::detail::fail("train.kind", a.kind,
+                          "\"compute\", \"comm\", \"dreamshard\" or \"autoshard\"");
   }
   check_output_path("--out", a.out);
-  if (a.kind == "dreamshard") {
+  if (a.kind == "dreamshard" || a.kind == "autoshard") {
     const world w;
-    if (w.size() == 1) return run_train_dreamshard(a, w);
-    return w.run_or_abort([&] { return run_train_dreamshard(a, w); }, exit_bad_input);
+    const auto run = [&] {
+      return a.kind == "dreamshard" ? run_train_dreamshard(a, w) : run_train_autoshard(a, w);
+    };
+    if (w.size() == 1) return run();
+    return w.run_or_abort(run, exit_bad_input);
   }
   if (a.data.empty()) embplan::detail::fail("--data", "(none)", "a records file for " + a.kind);
   if (a.epochs < 0) embplan::detail::fail("--epochs", a.epochs, "a count >= 0 (0: the default)");
@@ -392,13 +375,14 @@ command add_train(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "train",
       "Train the compute- or communication-cost models on `collect` records (NeuroShard §3.2), "
-      "or DreamShard's cost and policy networks on a tasks file (DreamShard Alg. 1)");
-  sub->add_option("kind", a->kind, "compute | comm | dreamshard")->required();
+      "or DreamShard's cost and policy networks on a tasks file (DreamShard Alg. 1), or "
+      "AutoShard's policy-value network with IMPALA against the meter (AutoShard Alg. 1)");
+  sub->add_option("kind", a->kind, "compute | comm | dreamshard | autoshard")->required();
   sub->add_option("--data", a->data,
                   "compute, comm: JSON-lines records of `embplan collect compute|comm`");
   sub->add_option("--tasks", a->tasks,
-                  "dreamshard: training tasks JSON (`embplan tasks --protocol dreamshard`), all "
-                  "on one device count");
+                  "dreamshard, autoshard: training tasks JSON (`embplan tasks --protocol "
+                  "dreamshard|autoshard`); dreamshard: all on one device count");
   sub->add_option("--out", a->out, "model file (safetensors with metadata)")->required();
   add_pool_option(sub, a->pool);
   sub->add_option("--features", a->features, "embplan21 | neuroshard20")->capture_default_str();
@@ -415,15 +399,17 @@ command add_train(CLI::App& app) {
 
   auto& o = a->rl;
   sub->add_option("--meter", a->meter,
-                  "dreamshard: what measures the collected placements: cpu (compute measured on "
-                  "this CPU; slow) | analytic (the analytic model; fast). Communication is the "
-                  "analytic all-to-all, or measured under mpirun -np <devices> with cpu")
+                  "dreamshard, autoshard: what measures the collected placements: cpu (compute "
+                  "measured on this CPU; slow) | analytic (the analytic model; fast). "
+                  "dreamshard: communication is the analytic all-to-all, or measured under mpirun "
+                  "-np <devices> with cpu; autoshard: under mpirun the ranks are actors, each "
+                  "measuring its episodes")
       ->capture_default_str();
   sub->add_flag("--reference", a->reference,
-                "dreamshard --meter cpu: pair every timed run with a fixed reference shard and "
+                "--meter cpu: pair every timed run with a fixed reference shard and "
                 "scale by it (cancels a shared machine's slow and fast spells)");
   add_real_option(sub, "--reference-ms", a->reference_ms,
-                  "dreamshard --meter cpu: the reference shard's time to scale to (implies "
+                  "--meter cpu: the reference shard's time to scale to (implies "
                   "--reference; default: measured once at the start)",
                   0, 1e6);
   add_int_option(sub, "--iterations", o.iterations, "dreamshard: training iterations", 1, 100000)
@@ -434,29 +420,60 @@ command add_train(CLI::App& app) {
   add_int_option(sub, "--cost-steps", o.cost_steps,
                  "dreamshard: cost-network updates per iteration (N_cost)", 1, 1000000)
       ->capture_default_str();
-  add_int_option(sub, "--cost-batch", o.cost_batch,
-                 "dreamshard: placements (and devices) per cost update (N_batch)", 1, 65536)
-      ->capture_default_str();
+  add_int_option(sub, "--cost-batch", a->cost_batch,
+                 "dreamshard: placements (and devices) per cost update (N_batch, default 64); "
+                 "autoshard: measured shards per cost update (default 512)",
+                 1, 65536);
   add_int_option(sub, "--rl-steps", o.rl_steps, "dreamshard: policy updates per iteration (N_RL)",
                  1, 1000000)
       ->capture_default_str();
   add_int_option(sub, "--episodes", o.episodes,
                  "dreamshard: episodes per policy update (N_episode)", 1, 100000)
       ->capture_default_str();
-  add_real_option(sub, "--lr", o.lr, "dreamshard: Adam learning rate (> 0)", 0, 10)
+  add_real_option(sub, "--lr", a->lr,
+                  "Adam learning rate (> 0; dreamshard default 5e-4, autoshard 1e-3), decayed "
+                  "linearly to 0",
+                  0, 10);
+  add_real_option(sub, "--entropy-weight", a->entropy,
+                  "weight of the policy's entropy bonus (dreamshard default 0.001, autoshard "
+                  "0.001)",
+                  0, 1000);
+  add_real_option(sub, "--max-grad-norm", a->max_grad_norm,
+                  "clip each update's gradient to this global norm (0: no clipping; dreamshard "
+                  "default 0, autoshard 40)",
+                  0, 1e9);
+  auto& x = a->autoshard;
+  add_int_option(sub, "--updates", x.updates, "autoshard: learner updates", 1, 10000000)
       ->capture_default_str();
-  add_real_option(sub, "--entropy-weight", o.entropy_weight,
-                  "dreamshard: weight of the policy's entropy bonus", 0, 1000)
+  add_int_option(sub, "--batch", x.batch, "autoshard: episodes per learner update (B)", 1, 100000)
       ->capture_default_str();
-  add_real_option(sub, "--max-grad-norm", o.max_grad_norm,
-                  "dreamshard: clip each update's gradient to this norm (0: no clipping)", 0, 1e9)
+  add_int_option(sub, "--actors", x.actors,
+                 "autoshard: actor threads playing the episodes (the policy does not depend on "
+                 "it; with --meter cpu they share this CPU's cores and disturb each other's "
+                 "timings: keep 1, or spread over mpirun ranks)",
+                 1, 1024)
+      ->capture_default_str();
+  add_int_option(sub, "--policy-lag", x.policy_lag,
+                 "autoshard: updates the actors' policy lags the learner's (IMPALA; 0: "
+                 "on-policy); with lag >= 1 the actors play while the learner learns",
+                 0, 1000)
+      ->capture_default_str();
+  add_int_option(sub, "--cost-updates", x.cost_updates,
+                 "autoshard: cost-head updates per learner update (N_cost)", 0, 1000000)
+      ->capture_default_str();
+  add_int_option(sub, "--cost-buffer", x.cost_buffer,
+                 "autoshard: measured shards the cost buffer keeps", 1, 100000000)
+      ->capture_default_str();
+  add_real_option(sub, "--baseline-cost", x.learner.impala.baseline_cost,
+                  "autoshard: weight of the value loss", 0, 1000)
       ->capture_default_str();
   sub->add_option("--checkpoint", a->checkpoint,
-                  "dreamshard: write the training state here after every iteration");
-  sub->add_option(
-      "--resume", a->resume,
-      "dreamshard: continue from a --checkpoint file, with the same options (bit-equal to "
-      "an uninterrupted run)");
+                  "dreamshard, autoshard: write the training state here after every iteration "
+                  "(update)");
+  sub->add_option("--resume", a->resume,
+                  "dreamshard, autoshard: continue from a --checkpoint file, with the same options "
+                  "(bit-equal to "
+                  "an uninterrupted run)");
   return {sub, [a] { return run_train(*a); }};
 }
 

@@ -54,13 +54,23 @@
 #include "embplan/nn/softmax.hpp"
 #include "embplan/nn/tensor.hpp"
 
-// reinforcement-learned placement (DreamShard): the MDP, REINFORCE, the
-// policy network, the policy as a searcher, and Algorithm 1's training
+// reinforcement-learned placement (DreamShard, AutoShard): the MDP,
+// REINFORCE, IMPALA with V-trace, the policy networks, the policies as
+// searchers, and each paper's Algorithm 1 (AutoShard's MPI actors are in the
+// mpi component: rl/mpi/autoshard_actors.hpp)
+#include "embplan/rl/autoshard.hpp"
+#include "embplan/rl/autoshard_cost.hpp"
+#include "embplan/rl/autoshard_learner.hpp"
+#include "embplan/rl/autoshard_net.hpp"
+#include "embplan/rl/autoshard_preset.hpp"
+#include "embplan/rl/autoshard_train.hpp"
 #include "embplan/rl/dreamshard.hpp"
 #include "embplan/rl/dreamshard_policy_net.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/rl/dreamshard_train.hpp"
+#include "embplan/rl/impala.hpp"
 #include "embplan/rl/placement_mdp.hpp"
 #include "embplan/rl/policy_searcher.hpp"
 #include "embplan/rl/ragged_softmax.hpp"
 #include "embplan/rl/reinforce.hpp"
+#include "embplan/rl/vtrace.hpp"

@@ -33,6 +33,8 @@
 //   dreamshard_planner          DreamShard's trained policy (Alg. 2), in
 //                               rl/dreamshard_preset.hpp (embplan::nn: it needs Eigen,
 //                               this header needs only the standard library)
+//   autoshard_planner           AutoShard's trained policy-value network, in
+//                               rl/autoshard_preset.hpp (likewise)
 // All use default_constraint: memory capacity and columns a multiple of 4.
 // rowwise_planner_of<P>: P with its searcher behind rowwise::split_oversized,
 // so a table that fits no device is split by rows instead of failing the task

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/error.hpp"
@@ -25,10 +26,10 @@ namespace embplan::inline EMBPLAN_ABI {
 
 namespace presets::detail {
 
-inline constexpr std::array<std::string_view, 11> names{
+inline constexpr std::array<std::string_view, 12> names{
     "random",        "size_greedy", "dim_greedy", "lookup_greedy",   "size_lookup_greedy",
     "random_search", "torchrec",    "neuroshard", "neuroshard_plus", "neuroshard_ls",
-    "dreamshard"};
+    "dreamshard",    "autoshard"};
 
 inline constexpr std::string_view rowwise_prefix = "rowwise_";
 
@@ -53,6 +54,8 @@ using preset_fn = std::function<plan_result(const task& t, std::uint64_t seed, b
 struct preset_models {
   // "dreamshard": embplan::dreamshard_preset(policy) (rl/dreamshard_preset.hpp)
   preset_fn dreamshard{};
+  // "autoshard": embplan::autoshard_preset(policy) (rl/autoshard_preset.hpp)
+  preset_fn autoshard{};
 };
 
 // The names run_preset accepts, in a fixed order.
@@ -71,6 +74,14 @@ plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t see
       p.rule(), p.scorer())(t, seed);
 }
 
+// A planner as a preset_fn (copied into the function).
+template <class Planner>
+preset_fn as_preset_fn(Planner p) {
+  return [p = std::move(p)](const task& t, std::uint64_t seed, bool rowwise) {
+    return run(p, rowwise, t, seed);
+  };
+}
+
 }  // namespace presets::detail
 
 // Runs the named preset on `t`. The planners that search on any cost model
@@ -79,7 +90,8 @@ plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t see
 // the analytic model; the others keep their own cost (the baselines are
 // defined by it). "dreamshard" runs models.dreamshard (a trained policy's
 // planner, embplan::dreamshard_preset) and throws embplan::error naming
-// 'preset_models.dreamshard' when that is empty. An unknown name throws
+// 'preset_models.dreamshard' when that is empty; "autoshard" likewise runs
+// models.autoshard (embplan::autoshard_preset). An unknown name throws
 // embplan::error naming the field 'planner', the value and the accepted names.
 // A template even without `model`, so that a TU that never calls it does not
 // instantiate the twenty planners.
@@ -113,6 +125,15 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
                        "(rl/dreamshard_preset.hpp)");
     }
     return models.dreamshard(t, seed, rowwise);
+  }
+  if (base == "autoshard") {
+    if (!models.autoshard) {
+      detail::fail("preset_models.autoshard", "(empty)",
+                   "a trained policy's planner for planner '" + std::string(name) +
+                       "': embplan::autoshard_preset(rl::autoshard_policy::load(path)) "
+                       "(rl/autoshard_preset.hpp)");
+    }
+    return models.autoshard(t, seed, rowwise);
   }
   detail::fail("planner", name, "one of " + pd::joined_names());
 }

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "embplan/io/json_task.hpp"
+#include "embplan/io/safetensors.hpp"
 #include "embplan/presets.hpp"
 #include "embplan/rl/dreamshard.hpp"
 
@@ -566,6 +567,41 @@ TEST_CASE("train dreamshard under mpirun -np 2: communication measured, rank 0 w
   CHECK(r.code != 0);
   CHECK(r.err.find("tasks[0].cluster.size") != std::string::npos);
   CHECK(r.err.find("2 ranks") != std::string::npos);
+}
+TEST_CASE(
+    "train autoshard under mpirun -np 2: the ranks are actors, the same policy as one process") {
+  const auto tasks = scratch() / "mpi-autoshard-tasks.json";
+  REQUIRE(run("tasks --protocol autoshard --devices 2 --tables 8 --count 2 --out " + tasks.string())
+              .code == 0);
+  const auto one = scratch() / "mpi-autoshard-one.safetensors";
+  const auto two = scratch() / "mpi-autoshard-two.safetensors";
+  const std::string common = "train autoshard --tasks " + tasks.string() +
+                             " --meter analytic --updates 3 --batch 5 --cost-updates 2 "
+                             "--cost-batch 8 --quiet --seed 2 --out ";
+  REQUIRE(run(common + one.string()).code == 0);
+  fs::remove(two);
+  const auto r = run_mpi(2, common + two.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("actors: 2 MPI ranks") != std::string::npos);
+  std::size_t reports = 0;
+  for (std::size_t at = r.out.find("wrote "); at != std::string::npos;
+       at = r.out.find("wrote ", at + 1))
+    ++reports;
+  CHECK(reports == 1);  // rank 0 writes
+  REQUIRE(fs::exists(two));
+  // The networks and curves are equal; only the actors note differs.
+  auto m1 = safetensors_metadata(one);
+  auto m2 = safetensors_metadata(two);
+  CHECK(m2.at("embplan.hp.actors") == "2 MPI ranks");
+  CHECK(m1.at("embplan.learning_curve") == m2.at("embplan.learning_curve"));
+  const auto t1 = embplan::io::read_safetensors(one);
+  const auto t2 = embplan::io::read_safetensors(two);
+  REQUIRE(t1.tensors.size() == t2.tensors.size());
+  for (const auto& [name, t] : t1.tensors) {
+    CAPTURE(name);
+    CHECK(t.values == t2.tensors.at(name).values);
+  }
 }
 #else
 TEST_CASE("collect under mpirun: skipped, embplan was built without MPI") {
@@ -1520,4 +1556,133 @@ TEST_CASE("compare: per-task cost ratios to a baseline, with a 95% interval; int
                 {"--baseline", "lookup_greedy"});
   check_refused("compare --count 1 --meter analytic --rounds 3", {"--rounds", "3"});
   check_refused("compare --count 1 --meter measured --rounds 0", {"--rounds", "0"});
+}
+
+namespace {
+
+// AutoShard protocol tasks from the train half: 3 devices, 12 tables.
+fs::path autoshard_tasks() {
+  static const fs::path path = [] {
+    const auto p = scratch() / "autoshard-tasks.json";
+    const auto r =
+        run("tasks --protocol autoshard --devices 3 --tables 12 --count 3 --half train "
+            "--out " +
+            p.string());
+    REQUIRE(r.code == 0);
+    return p;
+  }();
+  return path;
+}
+
+const std::string tiny_autoshard =
+    " --meter analytic --updates 3 --batch 4 --cost-updates 2 --cost-batch 8 --quiet";
+
+}  // namespace
+
+TEST_CASE("train autoshard writes a policy that plan --planner autoshard --autoshard-policy uses") {
+  const auto policy = scratch() / "autoshard-policy.safetensors";
+  const auto checkpoint = scratch() / "autoshard-checkpoint.safetensors";
+  fs::remove(policy);
+  const auto r = run("train autoshard --tasks " + autoshard_tasks().string() + tiny_autoshard +
+                     " --seed 7 --checkpoint " + checkpoint.string() + " --out " + policy.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("3 tasks") != std::string::npos);
+  CHECK(r.out.find("train half of the pool (split seed 0)") != std::string::npos);
+  CHECK(r.out.find("IMPALA with V-trace") != std::string::npos);
+  CHECK(r.out.find("running balance") != std::string::npos);  // the learning curve table
+  CHECK(r.out.find("3 updates (12 episodes, 12 plans measured)") != std::string::npos);
+  REQUIRE(fs::exists(policy));
+  REQUIRE(fs::exists(checkpoint));
+
+  const auto md = safetensors_metadata(policy);
+  CHECK(md.at("embplan.policy") == "autoshard");
+  CHECK(md.at("embplan.meter") == "analytic");
+  CHECK(md.at("embplan.hp.updates") == "3");
+  CHECK(md.at("embplan.hp.updates_done") == "3");
+  CHECK(md.at("embplan.hp.batch") == "4");
+  CHECK(md.at("embplan.hp.seed") == "7");
+  CHECK(md.at("embplan.hp.pool_half") == "train");
+  const std::string curve = md.at("embplan.learning_curve");
+  CHECK(std::count(curve.begin(), curve.end(), ',') == 2);  // one entry per update
+
+  // The policy plans a task of another device count (any count works).
+  const auto plan = scratch() / "autoshard-plan.json";
+  const auto p =
+      run("plan --task " + small_tasks().string() + " --planner autoshard --autoshard-policy " +
+          policy.string() + " --out " + plan.string());
+  INFO(p.err);
+  REQUIRE(p.code == 0);
+  CHECK(p.out.find("planner autoshard") != std::string::npos);
+  CHECK(p.out.find("policy: autoshard-policy.safetensors") != std::string::npos);
+  const auto pj = nlohmann::json::parse(slurp(plan));
+  const auto tj = nlohmann::json::parse(slurp(small_tasks()));
+  CHECK(pj.at("shards").size() == tj.at("tasks").at(0).at("tables").size());
+  CHECK(run("plan --task " + small_tasks().string() +
+            " --planner rowwise_autoshard --autoshard-policy " + policy.string())
+            .code == 0);
+  const auto c =
+      run("compare --protocol autoshard --devices 2 --count 2 --planners random,autoshard --quiet "
+          "--autoshard-policy " +
+          policy.string());
+  INFO(c.err);
+  CHECK(c.code == 0);
+  CHECK(c.out.find("autoshard policy: autoshard-policy.safetensors") != std::string::npos);
+}
+
+TEST_CASE("train autoshard: the same seed gives the same bytes, whatever the actors; resumes") {
+  const auto a = scratch() / "autoshard-a.safetensors";
+  const auto b = scratch() / "autoshard-b.safetensors";
+  const auto c = scratch() / "autoshard-c.safetensors";
+  const std::string common =
+      "train autoshard --tasks " + autoshard_tasks().string() + tiny_autoshard + " --out ";
+  REQUIRE(run(common + a.string() + " --seed 3").code == 0);
+  REQUIRE(run(common + b.string() + " --seed 3 --actors 3").code == 0);
+  // The files differ only in the "actors" note; the networks are equal.
+  auto ma = safetensors_metadata(a);
+  auto mb = safetensors_metadata(b);
+  CHECK(ma.at("embplan.hp.actors") == "1 threads");
+  CHECK(mb.at("embplan.hp.actors") == "3 threads");
+  REQUIRE(run(common + c.string() + " --seed 3").code == 0);
+  CHECK(slurp(a) == slurp(c));
+  const auto d = scratch() / "autoshard-d.safetensors";
+  REQUIRE(run(common + d.string() + " --seed 4").code == 0);
+  CHECK(slurp(a) != slurp(d));
+
+  // A finished run's checkpoint, resumed: nothing left to train, the same policy.
+  const auto ckpt = scratch() / "autoshard-ckpt.safetensors";
+  const auto e = scratch() / "autoshard-e.safetensors";
+  REQUIRE(run(common + e.string() + " --seed 3 --checkpoint " + ckpt.string()).code == 0);
+  const auto r = run(common + e.string() + " --seed 3 --resume " + ckpt.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("resumed from") != std::string::npos);
+  CHECK(slurp(a) == slurp(e));
+  check_refused(common + e.string() + " --seed 5 --resume " + ckpt.string(), {"seed", "\"3\""});
+}
+
+TEST_CASE("train autoshard and --autoshard-policy: bad input names the flag or field and value") {
+  const auto tasks = autoshard_tasks().string();
+  const auto out = (scratch() / "unused.safetensors").string();
+  check_refused("train autoshard --tasks " + tasks + " --updates 0 --out " + out,
+                {"--updates", "0"});
+  check_refused("train autoshard --tasks " + tasks + " --lr 0 --out " + out, {"--lr", "0"});
+  check_refused("train autoshard --tasks " + tasks + " --batch 0 --out " + out, {"--batch", "0"});
+  check_refused("train autoshard --tasks " + tasks + " --policy-lag -1 --out " + out,
+                {"--policy-lag", "-1"});
+  check_refused("train autoshard --tasks " + tasks + " --meter gpu --out " + out,
+                {"--meter", "gpu"});
+  check_refused("train autoshard --out " + out, {"--tasks", "(none)"});
+  check_refused("train autoshard --tasks /nonexistent/tasks.json --out " + out,
+                {"--tasks", "/nonexistent/tasks.json"});
+  check_refused("train autoshard --tasks " + tasks + " --resume /nonexistent/ck --out " + out,
+                {"--resume", "/nonexistent/ck"});
+  // A DreamShard policy where an AutoShard one is expected, and a missing file.
+  const std::string dreamshard =
+      std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors";
+  check_refused("plan --task " + small_tasks().string() +
+                    " --planner autoshard --autoshard-policy " + dreamshard,
+                {"dreamshard_cpu_4dev.safetensors: metadata.embplan.policy", "\"dreamshard\""});
+  check_refused("plan --task " + small_tasks().string() +
+                    " --planner autoshard --autoshard-policy /nonexistent/p.safetensors",
+                {"--autoshard-policy", "/nonexistent/p.safetensors"});
 }

@@ -10,6 +10,7 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
+#include "embplan/rl/autoshard_preset.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
 
@@ -25,18 +26,22 @@ embplan::task sample_task(std::uint64_t seed, std::size_t tables = 40) {
                                           .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
 }
 
-// The trained models run_preset needs for "dreamshard": the bundled policy.
+// The trained models run_preset needs for "dreamshard" and "autoshard": the
+// bundled policies.
 embplan::preset_models bundled_models() {
   static const auto policy = embplan::rl::dreamshard_policy::load(
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors");
-  return {.dreamshard = embplan::dreamshard_preset(policy)};
+  static const auto autoshard = embplan::rl::autoshard_policy::load(
+      std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/autoshard_cpu_8dev.safetensors");
+  return {.dreamshard = embplan::dreamshard_preset(policy),
+          .autoshard = embplan::autoshard_preset(autoshard)};
 }
 
 }  // namespace
 
 TEST_CASE("preset names, in order") {
   const auto names = embplan::preset_names();
-  REQUIRE(names.size() == 11);
+  REQUIRE(names.size() == 12);
   CHECK(names[0] == "random");
   CHECK(names[1] == "size_greedy");
   CHECK(names[2] == "dim_greedy");
@@ -48,6 +53,7 @@ TEST_CASE("preset names, in order") {
   CHECK(names[8] == "neuroshard_plus");
   CHECK(names[9] == "neuroshard_ls");
   CHECK(names[10] == "dreamshard");
+  CHECK(names[11] == "autoshard");
 }
 
 TEST_CASE("every preset gives a valid plan, the same for the same seed") {
@@ -135,12 +141,18 @@ TEST_CASE("an infeasible task is a failed plan that names the table") {
   }
 }
 
-TEST_CASE("dreamshard without a trained policy is an error naming preset_models.dreamshard") {
+TEST_CASE("dreamshard and autoshard without a trained policy: an error naming preset_models.*") {
   const auto t = sample_task(1, 2);
   for (const char* name : {"dreamshard", "rowwise_dreamshard"}) {
     CAPTURE(name);
     CHECK_THROWS_WITH_AS((void)embplan::run_preset(name, t, 0),
                          doctest::Contains("field 'preset_models.dreamshard' = \"(empty)\""),
+                         embplan::error);
+  }
+  for (const char* name : {"autoshard", "rowwise_autoshard"}) {
+    CAPTURE(name);
+    CHECK_THROWS_WITH_AS((void)embplan::run_preset(name, t, 0),
+                         doctest::Contains("field 'preset_models.autoshard' = \"(empty)\""),
                          embplan::error);
   }
 }

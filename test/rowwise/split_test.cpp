@@ -13,6 +13,7 @@
 #include "embplan/io/torchrec.hpp"
 #include "embplan/presets.hpp"
 #include "embplan/reward/balance.hpp"
+#include "embplan/rl/autoshard_preset.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
 #include "embplan/search/random_placement.hpp"
@@ -112,7 +113,10 @@ TEST_CASE("without an oversized table the inner searcher's plan is unchanged") {
   const auto t = embplan_test::random_task(4, {.tables = 20});
   const auto policy = embplan::rl::dreamshard_policy::load(
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors");
-  const embplan::preset_models models{.dreamshard = embplan::dreamshard_preset(policy)};
+  const auto autoshard = embplan::rl::autoshard_policy::load(
+      std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/autoshard_cpu_8dev.safetensors");
+  const embplan::preset_models models{.dreamshard = embplan::dreamshard_preset(policy),
+                                      .autoshard = embplan::autoshard_preset(autoshard)};
   for (const auto name : embplan::preset_names()) {
     CAPTURE(name);
     const auto base = embplan::run_preset(name, t, 3, embplan::analytic_cost{}, models);

@@ -35,6 +35,7 @@
 #include "embplan/data/tasks.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/presets.hpp"
+#include "embplan/rl/autoshard_preset.hpp"
 #include "embplan/rl/dreamshard.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/rowwise/split.hpp"
@@ -147,6 +148,7 @@ struct bundled_models {
   embplan::neural_cost cpu_compute_comm;  // with the learned 4-device all-to-all
   embplan::neural_cost gpu_compute;
   embplan::rl::dreamshard_policy dreamshard;  // data/rl/, `embplan train dreamshard`
+  embplan::rl::autoshard_policy autoshard;    // data/rl/, `embplan train autoshard`
 };
 
 bundled_models load_bundled() {
@@ -157,7 +159,9 @@ bundled_models load_bundled() {
   return {std::move(cpu), std::move(with_comm),
           embplan::neural_cost::load(dir + "gpu_compute_model.safetensors"),
           embplan::rl::dreamshard_policy::load(std::string(EMBPLAN_SOURCE_DIR) +
-                                               "/data/rl/dreamshard_cpu_4dev.safetensors")};
+                                               "/data/rl/dreamshard_cpu_4dev.safetensors"),
+          embplan::rl::autoshard_policy::load(std::string(EMBPLAN_SOURCE_DIR) +
+                                              "/data/rl/autoshard_cpu_8dev.safetensors")};
 }
 
 // One case per preset name (and its rowwise_ form) per variant. A name this
@@ -208,6 +212,16 @@ std::vector<preset_case> shared_presets(const bundled_models& m) {
       add_with_rowwise(out, name, embplan::make_dreamshard_planner(m.dreamshard), with_policy);
       // Best of 4 sampled episodes: seeded draws from the policy's softmax.
       add_with_rowwise(out, name, embplan::make_dreamshard_planner(m.dreamshard, {.samples = 4}),
+                       {.tag = " samples=4"});
+    } else if (name == "autoshard") {
+      const variant with_policy{.registry = [policy = m.autoshard](std::string_view preset,
+                                                                   const embplan::task& t,
+                                                                   std::uint64_t seed) {
+        return embplan::run_preset(preset, t, seed, embplan::analytic_cost{},
+                                   {.autoshard = embplan::autoshard_preset(policy)});
+      }};
+      add_with_rowwise(out, name, embplan::make_autoshard_planner(m.autoshard), with_policy);
+      add_with_rowwise(out, name, embplan::make_autoshard_planner(m.autoshard, {.samples = 4}),
                        {.tag = " samples=4"});
     } else {
       FAIL("preset_names() lists '" << std::string(name)

@@ -30,7 +30,7 @@
 // rng(derive_seed(derive_seed(seed, u + 1), k)), and the cost batches of
 // update u from rng(derive_seed(derive_seed(seed, u + 1), batch + j)), so the
 // trained policy depends on the seed and the options, not on how many actor
-// threads (or MPI ranks, rl/autoshard_mpi.hpp) played the episodes, nor on
+// threads (or MPI ranks, rl/mpi/autoshard_actors.hpp) played the episodes, nor on
 // their timing. A meter shared by actor threads must be thread-safe (the
 // analytic and simulated ones are; a measuring meter times each shard on the
 // CPU that runs it, so give it one actor, or one rank per machine).
@@ -397,7 +397,10 @@ autoshard_player autoshard_local_player(std::span<const task> tasks, const Meter
 }
 
 // Runs Algorithm 1 from st.updates_done up to o.updates (or max_updates of
-// them when > 0), the episodes played by `player`.
+// them when > 0), the episodes played by `player`. `progress` is called after
+// each update, with `st` complete (a checkpoint saved from it resumes exactly;
+// the actors may be playing the next batch meanwhile, on their own copy of
+// the policy).
 inline void autoshard_train(std::span<const task> tasks, const autoshard_player& player,
                             const autoshard_train_options& o, autoshard_train_state& st,
                             const std::function<void(const autoshard_progress&)>& progress = {},
@@ -441,7 +444,7 @@ inline void autoshard_train(std::span<const task> tasks, const autoshard_player&
     return batch;
   };
   std::future<std::vector<autoshard_sample>> next;
-  for (; st.updates_done < last; ++st.updates_done) {
+  while (st.updates_done < last) {
     const std::int64_t u = st.updates_done;
     const auto started = std::chrono::steady_clock::now();
     std::vector<autoshard_sample> batch = next.valid() ? next.get() : play(policy_for(u), u);
@@ -489,6 +492,7 @@ inline void autoshard_train(std::span<const task> tasks, const autoshard_player&
       st.history.push_back(st.net);
       if (static_cast<std::int64_t>(st.history.size()) > o.policy_lag + 1)
         st.history.erase(st.history.begin());
+      ++st.updates_done;
       report.episodes = st.episodes;
       report.measured = st.measured;
       report.running_balance = st.running_balance;
@@ -570,7 +574,7 @@ inline void save_checkpoint(const std::filesystem::path& path, const autoshard_t
 // A state saved by save_checkpoint, to train on with the same options `o`
 // (every option the file records must match; a mismatch names the option).
 inline autoshard_train_state load_checkpoint(const std::filesystem::path& path,
-                                                       const autoshard_train_options& o) {
+                                             const autoshard_train_options& o) {
   detail::autoshard_require_options(o);
   auto file = io::read_safetensors(path);
   const std::string source = path.string();

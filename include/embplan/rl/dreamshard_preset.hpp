@@ -46,10 +46,7 @@ inline dreamshard_planner make_dreamshard_planner(const rl::dreamshard_policy& p
 // is copied into the function (the policy's networks are shared, not copied).
 inline preset_fn dreamshard_preset(const rl::dreamshard_policy& policy,
                                    rl::policy_search_options search = {}) {
-  return [p = make_dreamshard_planner(policy, search)](const task& t, std::uint64_t seed,
-                                                       bool rowwise) {
-    return presets::detail::run(p, rowwise, t, seed);
-  };
+  return presets::detail::as_preset_fn(make_dreamshard_planner(policy, search));
 }
 
 }  // namespace embplan::inline EMBPLAN_ABI

@@ -1,0 +1,60 @@
+#pragma once
+// `embplan train`'s options (train.cpp) and the AutoShard kind, which has a
+// translation unit of its own (train_autoshard.cpp).
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "embplan/core/table_spec.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/rl/autoshard_train.hpp"
+#include "embplan/rl/dreamshard_train.hpp"
+
+namespace embplan_cli {
+
+class world;
+
+struct train_args {
+  std::string kind;  // compute | comm | dreamshard | autoshard
+  std::string data;
+  std::string tasks;  // dreamshard, autoshard
+  std::string out;
+  std::string pool;  // the pool the records index (default: the synthetic pool, seed 0)
+  std::string features = "embplan21";
+  std::string trained_on;
+  std::string eval;  // records to judge the model on (e.g. the other half of the pool)
+  int epochs = 0;    // 0: the kind's default (train_options / comm_train_options)
+  std::uint64_t seed = 0;
+  std::uint64_t split_seed = 0;  // the pool split the records' half is told by
+  bool quiet = false;            // no progress line
+  // dreamshard, autoshard
+  std::string meter = "cpu";  // cpu | analytic
+  bool reference = false;     // the CPU meter's drift reference (models.hpp)
+  double reference_ms = 0.0;
+  embplan::rl::dreamshard_train_options rl{};
+  std::string checkpoint;  // written after every iteration (update)
+  std::string resume;      // a checkpoint to continue from
+  // Shared flags whose default depends on the kind: negative = the kind's.
+  double lr = -1.0;
+  double max_grad_norm = -1.0;
+  double entropy = -1.0;
+  std::int64_t cost_batch = 0;  // 0: the kind's
+  // autoshard
+  embplan::rl::autoshard_train_options autoshard{};
+};
+
+// The tasks of `train dreamshard|autoshard`: every dim a multiple of 4 (the
+// planners' default_constraint) and, when asked (DreamShard's policy is per
+// device count), all on one device count; refused naming the task.
+std::vector<embplan::task> load_training_tasks(const std::string& path, bool one_device_count);
+
+// The pool half every task's tables come from, by table name; "whole" when not
+// all of them are in one half or a name is not in the pool.
+std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
+                               std::span<const embplan::table_spec> pool, std::uint64_t split_seed);
+
+// `embplan train autoshard` (train_autoshard.cpp).
+int run_train_autoshard(const train_args& a, const world& w);
+
+}  // namespace embplan_cli
