@@ -8,6 +8,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -274,9 +275,10 @@ struct compare_args {
   meter_args meter;
   std::string half = "auto";  // auto | default | whole | train | test
   std::uint64_t split_seed = 0;
-  bool optimum = false;    // also each task's optimum table-wise plan (exact search)
-  std::string baseline;    // the ratios' denominator; empty: torchrec where it runs
-  std::size_t rounds = 1;  // interleaved measurements per plan (--meter measured)
+  std::optional<double> unseen_share{};  // AutoShard §5.5
+  bool optimum = false;                  // also each task's optimum table-wise plan (exact search)
+  std::string baseline;                  // the ratios' denominator; empty: torchrec where it runs
+  std::size_t rounds = 1;                // interleaved measurements per plan (--meter measured)
   bool quiet = false;
 };
 
@@ -291,6 +293,15 @@ struct task_source {
 };
 
 task_source task_source_of(const compare_args& a, const planning_model& pm) {
+  // --unseen-share draws from both halves: --half auto or default only (the
+  // tasks' options refuse another).
+  if (a.unseen_share && (a.half == "auto" || a.half == "default")) {
+    return {"default", a.split_seed,
+            embplan::data::detail::share_text(*a.unseen_share) +
+                " of each task's tables from the test half of the pool (split seed " +
+                std::to_string(a.split_seed) +
+                "), the rest from its train half, as --unseen-share says (AutoShard §5.5)"};
+  }
   if (a.half != "auto") {
     const auto half = pool_half_of(a.half);
     std::string text = "the whole pool, as --half says";
@@ -355,7 +366,8 @@ int run_compare(const compare_args& a) {
                            .seed = a.seed,
                            .memory_gib = a.memory_gib,
                            .half = source.half,
-                           .split_seed = source.split_seed};
+                           .split_seed = source.split_seed,
+                           .unseen_share = a.unseen_share};
         settings.push_back({devices, max_dim, tables, task_options_of(ta)});
       }
     }
@@ -398,6 +410,7 @@ int run_compare(const compare_args& a) {
   if (autoshard) report["autoshard_policy"] = pm.autoshard_text;
   report["settings"] = nlohmann::json::array();
   report["tasks_from"] = {{"half", source.half}, {"split_seed", source.split_seed}};
+  if (a.unseen_share) report["tasks_from"]["unseen_share"] = *a.unseen_share;
   std::cout << "meter: " << a.meter.name << ", " << meter_text << "\nplanning model: " << pm.text
             << "\ntasks from: " << source.text << "\n";
   if (dreamshard) std::cout << "dreamshard policy: " << pm.policy_text << '\n';
@@ -429,7 +442,12 @@ int run_compare(const compare_args& a) {
     std::cout << "\n"
               << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", ";
     if (st.tables > 0) std::cout << st.tables << " tables per task, ";
-    std::cout << tasks.size() << " tasks (seed " << a.seed << ")\n";
+    std::cout << tasks.size() << " tasks (seed " << a.seed << ")";
+    if (a.unseen_share) {
+      std::cout << ", " << embplan::data::detail::share_text(*a.unseen_share)
+                << " of each task's tables unseen";
+    }
+    std::cout << '\n';
     std::vector<std::string> header{"planner",      "cost ms",   "success",   "speedup/random",
                                     "time ms/task", "cache hit", "gap to LB", "balance"};
     if (a.optimum) {
@@ -543,6 +561,7 @@ command add_compare(CLI::App& app) {
   add_memory_option(sub, a->memory_gib);
   add_pool_option(sub, a->pool);
   add_half_options(sub, a->half, a->split_seed);
+  add_unseen_share_option(sub, a->unseen_share);
   sub->add_option("--planners", a->planners, "planners to run (default: all): " + planner_list())
       ->delimiter(',');
   sub->add_option("--json", a->json, "also write the results as JSON");

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -121,6 +122,14 @@ inline void add_half_options(CLI::App* app, std::string& half, std::uint64_t& sp
                   "auto (compare: the half the learned model did not train on)")
       ->capture_default_str();
   add_split_seed_option(app, split_seed);
+}
+
+// --unseen-share: tasks of tables partly unseen by a policy trained on the train half.
+inline void add_unseen_share_option(CLI::App* app, std::optional<double>& share) {
+  add_real_option(app, "--unseen-share", share,
+                  "AutoShard §5.5: this share of each task's tables from the pool's test half, "
+                  "the rest from its train half (split by --split-seed; --half default)",
+                  0, 1);
 }
 
 // A --half value other than "auto" (which compare resolves itself); the error

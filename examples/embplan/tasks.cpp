@@ -51,6 +51,12 @@ embplan::data::task_options task_options_of(const task_args& a) {
   o.device_memory_bytes = memory_bytes_of(a.memory_gib);
   o.half = pool_half_of(a.half);
   o.split_seed = a.split_seed;
+  if (a.unseen_share && o.half != embplan::data::pool_half::protocol_default) {
+    embplan::detail::fail(
+        "--unseen-share", *a.unseen_share,
+        "--half default (the share draws from both halves), not --half " + a.half);
+  }
+  o.unseen_share = a.unseen_share;
   (void)embplan::data::resolve_protocol(o);  // what is left to check
   return o;
 }
@@ -76,7 +82,12 @@ int run_tasks(const tasks_command& a) {
     max_t = std::max(max_t, t.tables.size());
   }
   std::cout << "wrote " << tasks.size() << " " << a.task.protocol << " tasks (" << min_t << "-"
-            << max_t << " tables on " << a.task.devices << " devices) to " << a.out << '\n';
+            << max_t << " tables on " << a.task.devices << " devices";
+  if (a.task.unseen_share) {
+    std::cout << ", " << embplan::data::detail::share_text(*a.task.unseen_share)
+              << " of each from the test half";
+  }
+  std::cout << ") to " << a.out << '\n';
   return 0;
 }
 
@@ -102,6 +113,7 @@ command add_tasks(CLI::App& app) {
   add_memory_option(sub, t.memory_gib);
   add_pool_option(sub, a->pool);
   add_half_options(sub, t.half, t.split_seed);
+  add_unseen_share_option(sub, t.unseen_share);
   sub->add_option("--out", a->out, "output tasks JSON")->required();
   return {sub, [a] { return run_tasks(*a); }};
 }

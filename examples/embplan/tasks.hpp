@@ -2,6 +2,7 @@
 // The task options `embplan tasks` and `compare` share (tasks.cpp).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "embplan/data/tasks.hpp"
@@ -18,6 +19,7 @@ struct task_args {
   double memory_gib = 4.0;
   std::string half = "default";
   std::uint64_t split_seed = 0;
+  std::optional<double> unseen_share{};  // --unseen-share (AutoShard §5.5)
 };
 
 // The library's task options, every field checked first (the errors name the

@@ -1686,3 +1686,27 @@ TEST_CASE("train autoshard and --autoshard-policy: bad input names the flag or f
                     " --planner autoshard --autoshard-policy /nonexistent/p.safetensors",
                 {"--autoshard-policy", "/nonexistent/p.safetensors"});
 }
+
+TEST_CASE("tasks and compare --unseen-share: a share of each task from the test half") {
+  const auto out = scratch() / "unseen-tasks.json";
+  const auto r = run("tasks --protocol autoshard --devices 2 --count 2 --unseen-share 0.5 --out " +
+                     out.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto tj = nlohmann::json::parse(slurp(out));
+  REQUIRE(tj.at("tasks").size() == 2);
+  CHECK(tj.at("tasks").at(1).at("name") == "autoshard-2dev-32dim-unseen0.5-001");
+  const auto c =
+      run("compare --protocol autoshard --devices 2 --max-dim 32 --count 2 --planners "
+          "random,torchrec --unseen-share 0.25 --quiet");
+  INFO(c.err);
+  CHECK(c.code == 0);
+  CHECK(c.out.find("tasks from: 0.25 of each task's tables from the test half") !=
+        std::string::npos);
+  CHECK(c.out.find("0.25 of each task's tables unseen") != std::string::npos);
+  const auto unused = (scratch() / "unused.json").string();
+  check_refused("tasks --unseen-share 1.5 --out " + unused, {"--unseen-share", "1.5"});
+  check_refused("tasks --unseen-share 0.5 --half train --out " + unused,
+                {"--unseen-share", "0.5", "--half train"});
+  check_refused("compare --unseen-share 0.5 --half whole --count 1", {"--unseen-share", "0.5"});
+}

@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -314,4 +316,164 @@ TEST_CASE("bad task options name the field and the value") {
   bad[3].rows = -5;
   CHECK_THROWS_WITH_AS(generate_tasks(bad, {}), doctest::Contains("'pool[3].rows' = -5"),
                        embplan::error);
+}
+
+namespace {
+
+// FNV-1a over every task's name and its tables' names, dims, rows and dtypes.
+std::uint64_t fingerprint(const std::vector<embplan::task>& tasks) {
+  std::uint64_t h = 1469598103934665603ULL;
+  const auto mix = [&](const std::string& s) {
+    for (const unsigned char c : s + '\xff') {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+  };
+  for (const auto& t : tasks) {
+    mix(t.name);
+    for (const auto& table : t.tables) {
+      mix(table.name);
+      mix(std::to_string(table.dim));
+      mix(std::to_string(table.rows));
+      mix(std::to_string(static_cast<int>(table.weight_dtype)));
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("tasks without unseen_share are those drawn before it existed") {
+  // Recorded before unseen_share was added: the draws of the other options
+  // must not move (golden data and trained policies depend on them).
+  const auto pool = embplan::data::synthetic_pool();
+  const auto of = [&](protocol p, pool_half h) {
+    return fingerprint(
+        generate_tasks(pool, {.proto = p, .count = 20, .seed = 7, .half = h, .split_seed = 3}));
+  };
+  CHECK(of(protocol::neuroshard, pool_half::protocol_default) == 0x5ef25882cf1c5f30ULL);
+  CHECK(of(protocol::neuroshard, pool_half::test) == 0x99a903a87d5b4848ULL);
+  CHECK(of(protocol::dreamshard, pool_half::protocol_default) == 0x58c7144cc55621c1ULL);
+  CHECK(of(protocol::dreamshard, pool_half::whole) == 0xa4b8ba32c8447db1ULL);
+  CHECK(of(protocol::dreamshard, pool_half::test) == 0xfa01e582617da4f0ULL);
+  CHECK(of(protocol::autoshard, pool_half::protocol_default) == 0xae10f73b4b4549b3ULL);
+  CHECK(of(protocol::autoshard, pool_half::train) == 0x1361a0c6c79d2443ULL);
+}
+
+TEST_CASE(
+    "unseen_share: round(share x T) tables from the test half, the rest from the train "
+    "half (AutoShard §5.5)") {
+  const auto pool = embplan::data::synthetic_pool();
+  const auto [train, test] = embplan::data::split_pool(pool, 3);
+  const auto train_names = names_of(train);
+  const auto test_names = names_of(test);
+  for (auto p : {protocol::autoshard, protocol::dreamshard, protocol::neuroshard}) {
+    for (const double share : {0.0, 0.25, 0.5, 0.75, 1.0}) {
+      CAPTURE(embplan::data::to_string(p));
+      CAPTURE(share);
+      const task_options o{.proto = p,
+                           .max_dim = 32,
+                           .count = 20,
+                           .seed = 2,
+                           .split_seed = 3,
+                           .unseen_share = share};
+      const auto tasks = generate_tasks(pool, o);
+      REQUIRE(tasks.size() == 20);
+      CHECK(tasks == generate_tasks(pool, o));
+      bool unseen_not_first = false;
+      for (const auto& t : tasks) {
+        CAPTURE(t.name);
+        std::size_t unseen = 0;
+        for (const auto& table : t.tables) {
+          const std::string name = pool_name(table.name);
+          CHECK(train_names.count(name) + test_names.count(name) == 1);
+          unseen += test_names.count(name);
+        }
+        CHECK(unseen == static_cast<std::size_t>(std::round(share * double(t.tables.size()))));
+        unseen_not_first =
+            unseen_not_first || (unseen > 0 && !test_names.count(pool_name(t.tables[0].name)));
+        if (p != protocol::neuroshard) CHECK_FALSE(has_duplicate(t));
+        const std::uint64_t cluster_bytes = 4 * 4 * embplan::gib;
+        CHECK(total_bytes(t) <=
+              (p == protocol::neuroshard ? cluster_bytes - embplan::gib : cluster_bytes));
+        check_from_pool(t, pool);
+      }
+      CHECK(unseen_not_first == (share > 0.0 && share < 1.0));
+    }
+  }
+  const auto named = generate_tasks(
+      pool, {.proto = protocol::autoshard, .devices = 2, .count = 4, .unseen_share = 0.25});
+  CHECK(named[3].name == "autoshard-2dev-32dim-unseen0.25-003");
+  CHECK(generate_tasks(pool, {.proto = protocol::dreamshard, .count = 1, .unseen_share = 1.0})[0]
+            .name == "dreamshard-4dev-16dim-unseen1-000");
+  // Task i depends only on (options, i); another share, other tasks.
+  const task_options o{.proto = protocol::autoshard, .count = 5, .unseen_share = 0.5};
+  auto more = o;
+  more.count = 10;
+  const auto first = generate_tasks(pool, o);
+  const auto longer = generate_tasks(pool, more);
+  for (std::size_t i = 0; i < first.size(); ++i)
+    CHECK(longer[i] == first[i]);
+  auto other = o;
+  other.unseen_share = 0.75;
+  CHECK(generate_tasks(pool, other)[0].tables != first[0].tables);
+}
+
+TEST_CASE("unseen_share rounds half away from zero") {
+  using embplan::data::detail::unseen_tables;
+  CHECK(unseen_tables(0.5, 5) == 3);
+  CHECK(unseen_tables(0.5, 3) == 2);
+  CHECK(unseen_tables(0.5, 1) == 1);
+  CHECK(unseen_tables(0.25, 10) == 3);
+  CHECK(unseen_tables(0.25, 2) == 1);
+  CHECK(unseen_tables(0.25, 4) == 1);
+  CHECK(unseen_tables(0.75, 2) == 2);
+  CHECK(unseen_tables(0.0, 7) == 0);
+  CHECK(unseen_tables(1.0, 7) == 7);
+  const auto pool = embplan::data::synthetic_pool();
+  const auto test_names = names_of(embplan::data::split_pool(pool, 0).second);
+  for (const auto& t : generate_tasks(pool, {.proto = protocol::autoshard,
+                                            .count = 5,
+                                            .min_tables = 5,
+                                            .max_tables = 5,
+                                            .unseen_share = 0.5})) {
+    std::size_t unseen = 0;
+    for (const auto& table : t.tables)
+      unseen += test_names.count(table.name);
+    CHECK(unseen == 3);  // 2.5 -> 3
+  }
+}
+
+TEST_CASE("bad unseen_share names the field and the value") {
+  const auto pool = embplan::data::synthetic_pool({.tables = 100});
+  CHECK_THROWS_WITH_AS(generate_tasks(pool, {.unseen_share = -0.5}),
+                       doctest::Contains("'unseen_share' = -0.5: expected a share in [0, 1]"),
+                       embplan::error);
+  CHECK_THROWS_WITH_AS(generate_tasks(pool, {.unseen_share = 1.5}),
+                       doctest::Contains("'unseen_share' = 1.5"), embplan::error);
+  CHECK_THROWS_WITH_AS(
+      generate_tasks(pool, {.unseen_share = std::numeric_limits<double>::quiet_NaN()}),
+      doctest::Contains("'unseen_share' = nan"), embplan::error);
+  CHECK_THROWS_WITH_AS(
+      generate_tasks(
+          pool, {.proto = protocol::dreamshard, .half = pool_half::train, .unseen_share = 0.5}),
+      doctest::Contains("'unseen_share' = 0.5: expected half left at \"default\", not \"train\""),
+      embplan::error);
+  // Without replacement each half must hold its part of max_tables (50 each).
+  CHECK_THROWS_WITH_AS(
+      generate_tasks(pool, {.proto = protocol::autoshard, .devices = 8, .unseen_share = 0.75}),
+      doctest::Contains("'max_tables' = 80: expected at most the 50 tables of the test half for "
+                        "the round(unseen_share x max_tables) = 60"),
+      embplan::error);
+  CHECK_THROWS_WITH_AS(
+      generate_tasks(pool, {.proto = protocol::autoshard, .devices = 8, .unseen_share = 0.25}),
+      doctest::Contains("'max_tables' = 80: expected at most the 50 tables of the train half"),
+      embplan::error);
+  CHECK_NOTHROW(
+      generate_tasks(pool, {.proto = protocol::autoshard, .devices = 8, .unseen_share = 0.5}));
+  // With replacement (neuroshard) any share of any T draws.
+  CHECK_NOTHROW(generate_tasks(pool, {.max_dim = 4, .max_tables = 80, .unseen_share = 1.0}));
+  CHECK_THROWS_WITH_AS(
+      generate_tasks(embplan::data::synthetic_pool({.tables = 1}), {.unseen_share = 1.0}),
+      doctest::Contains("'pool' = 1"), embplan::error);
 }

@@ -27,8 +27,15 @@
 // with 4 GiB devices a rare draw would not, and a task no plan can hold tests
 // nothing. Task i depends only on (options, i): asking for more tasks keeps
 // the first ones.
+// unseen_share (AutoShard §5.5 "transfer to unseen tables"): of a task's T
+// tables, round(share x T) (half away from zero: 0.5 x 5 -> 3) come from the
+// test half of the split and the rest from the train half, each half drawn
+// as the protocol draws (with or without replacement), the two then shuffled
+// together: tables a policy trained on the train half never saw.
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -117,6 +124,10 @@ struct task_options {
   // Seed of the train/test split, apart from `seed` so that train and test
   // tasks drawn with different seeds still come from disjoint halves.
   std::uint64_t split_seed = 0;
+  // In [0, 1]: this share of each task's tables from the test half of the
+  // `split_seed` split, the rest from its train half (AutoShard §5.5). Needs
+  // `half` left at protocol_default. Unset: the tables come from `half`.
+  std::optional<double> unseen_share{};
 };
 
 // What a protocol resolves to for given options (defaults filled in).
@@ -141,6 +152,15 @@ inline protocol_settings resolve_protocol(const task_options& o) {
   }
   if (o.device_memory_bytes == 0) fail("device_memory_bytes", 0, "a positive size");
   if (o.batch_size <= 0) fail("batch_size", o.batch_size, "a positive integer");
+  if (o.unseen_share) {
+    const double share = *o.unseen_share;
+    if (!(share >= 0.0 && share <= 1.0)) fail("unseen_share", share, "a share in [0, 1]");
+    if (o.half != pool_half::protocol_default) {
+      fail("unseen_share", share,
+           "half left at \"default\", not \"" + std::string(to_string(o.half)) +
+               "\" (unseen_share draws from both halves of the pool)");
+    }
+  }
   if (o.min_tables != 0 && o.max_tables != 0 && o.min_tables > o.max_tables) {
     fail("min_tables", o.min_tables,
          "at most max_tables = " + std::to_string(o.max_tables) + " tables");
@@ -183,6 +203,7 @@ inline protocol_settings resolve_protocol(const task_options& o) {
   }
   if (o.count) s.count = *o.count;
   if (o.half != pool_half::protocol_default) s.half = o.half;
+  if (o.unseen_share) s.half = pool_half::whole;  // both halves
   s.min_tables = o.min_tables != 0   ? o.min_tables
                  : o.max_tables != 0 ? std::min(default_min, o.max_tables)
                                      : default_min;
@@ -206,8 +227,21 @@ inline std::pair<std::vector<std::size_t>, std::vector<std::size_t>> split_indic
   return {std::move(parts.train), std::move(parts.test)};
 }
 
+// Of a task's `tables` tables, how many unseen_share draws from the test
+// half: round(share x tables), half away from zero.
+inline std::size_t unseen_tables(double share, std::size_t tables) {
+  return static_cast<std::size_t>(std::round(share * static_cast<double>(tables)));
+}
+
+// A share as short as it reads back: 0.25, 1.
+inline std::string share_text(double share) {
+  char text[32];
+  return {text, std::to_chars(text, text + sizeof text, share).ptr};
+}
+
 inline std::string task_name(protocol p, std::size_t devices, std::int32_t dim, pool_half half,
-                             std::size_t index, std::size_t count) {
+                             std::optional<double> unseen_share, std::size_t index,
+                             std::size_t count) {
   std::string number = std::to_string(index);
   const std::size_t width = std::max<std::size_t>(3, std::to_string(count - 1).size());
   if (number.size() < width) number.insert(0, width - number.size(), '0');
@@ -217,6 +251,7 @@ inline std::string task_name(protocol p, std::size_t devices, std::int32_t dim, 
     name += to_string(half);
     name += '-';
   }
+  if (unseen_share) name += "unseen" + share_text(*unseen_share) + '-';
   return name + number;
 }
 
@@ -273,7 +308,8 @@ constexpr pool_half other_half(pool_half trained) noexcept {
 
 // `count` tasks under the options' protocol. Throws embplan::error for bad
 // options (naming the field and value), an invalid pool table ("pool[3].rows"),
-// more tables than the pool (half) holds when sampling without replacement, or
+// more tables than the pool (half) holds when sampling without replacement
+// (with unseen_share: more than either half holds for its part), or
 // when 10,000 draws in a row do not fit the cluster's memory.
 inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
                                         const task_options& options = {}) {
@@ -283,19 +319,39 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
   for (std::size_t i = 0; i < pool.size(); ++i)
     validate(pool[i], embplan::detail::path("pool", i));
 
+  // The tables drawn from: `source`; with unseen_share, the train half there
+  // and the test half in `unseen`.
   std::vector<std::size_t> source(pool.size());
   std::iota(source.begin(), source.end(), std::size_t{0});
-  if (s.half == pool_half::train || s.half == pool_half::test) {
+  std::vector<std::size_t> unseen;
+  if (s.half == pool_half::train || s.half == pool_half::test || options.unseen_share) {
     auto halves = detail::split_indices(pool.size(), options.split_seed);
-    source = s.half == pool_half::train ? std::move(halves.first) : std::move(halves.second);
-    if (source.empty()) fail("pool", pool.size(), "at least two tables to split in halves");
+    source = s.half == pool_half::test ? std::move(halves.second) : std::move(halves.first);
+    if (options.unseen_share) unseen = std::move(halves.second);
+    if (source.empty() || (options.unseen_share && unseen.empty()))
+      fail("pool", pool.size(), "at least two tables to split in halves");
   }
-  if (!s.with_replacement && s.max_tables > source.size()) {
-    std::string expected = "at most the " + std::to_string(source.size()) + " tables of the ";
-    expected += s.half == pool_half::whole ? "pool" : std::string(to_string(s.half)) + " half";
-    expected += " (" + std::string(to_string(options.proto)) +
-                " draws tables without replacement; set max_tables or use fewer devices)";
-    fail("max_tables", s.max_tables, expected);
+  // Without replacement a task cannot draw more tables than its source holds;
+  // the tables drawn from each half grow with T, so max_tables tells.
+  const auto check_room = [&](std::size_t drawn, std::size_t holds, const std::string& where,
+                              const std::string& which) {
+    if (s.with_replacement || drawn <= holds) return;
+    fail("max_tables", s.max_tables,
+         "at most the " + std::to_string(holds) + " tables of the " + where + which + " (" +
+             std::string(to_string(options.proto)) +
+             " draws tables without replacement; set max_tables" +
+             (options.unseen_share ? ", unseen_share" : "") + " or use fewer devices)");
+  };
+  if (options.unseen_share) {
+    const std::size_t most = detail::unseen_tables(*options.unseen_share, s.max_tables);
+    check_room(
+        most, unseen.size(), "test half",
+        " for the round(unseen_share x max_tables) = " + std::to_string(most) + " drawn from it");
+    check_room(s.max_tables - most, source.size(), "train half",
+               " for the other " + std::to_string(s.max_tables - most) + " drawn from it");
+  } else {
+    check_room(s.max_tables, source.size(),
+               s.half == pool_half::whole ? "pool" : std::string(to_string(s.half)) + " half", "");
   }
 
   const std::int32_t name_dim = *std::max_element(s.dims.begin(), s.dims.end());
@@ -311,6 +367,21 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
   std::vector<std::size_t> chosen;
   std::vector<std::int32_t> dims;
   std::vector<std::size_t> shuffled;
+  // `n` tables of `from` into `out`: with replacement, else the first n of a
+  // Fisher-Yates shuffle.
+  const auto draw = [&](rng& r, const std::vector<std::size_t>& from, std::size_t n,
+                        std::size_t* out) {
+    if (s.with_replacement) {
+      for (std::size_t i = 0; i < n; ++i)
+        out[i] = from[static_cast<std::size_t>(r.below(from.size()))];
+      return;
+    }
+    shuffled = from;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::swap(shuffled[i], shuffled[i + static_cast<std::size_t>(r.below(shuffled.size() - i))]);
+      out[i] = shuffled[i];
+    }
+  };
   for (std::size_t t = 0; t < s.count; ++t) {
     rng r(derive_seed(protocol_seed, t));
     std::size_t tables = 0;
@@ -319,16 +390,15 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
       tables = static_cast<std::size_t>(r.between(static_cast<std::int64_t>(s.min_tables),
                                                   static_cast<std::int64_t>(s.max_tables)));
       chosen.assign(tables, 0);
-      if (s.with_replacement) {
-        for (auto& c : chosen)
-          c = source[static_cast<std::size_t>(r.below(source.size()))];
+      if (options.unseen_share) {
+        const std::size_t k = detail::unseen_tables(*options.unseen_share, tables);
+        draw(r, unseen, k, chosen.data());
+        draw(r, source, tables - k, chosen.data() + k);
+        // The unseen tables anywhere in the task, not first.
+        for (std::size_t i = tables; i > 1; --i)
+          std::swap(chosen[i - 1], chosen[static_cast<std::size_t>(r.below(i))]);
       } else {
-        shuffled = source;
-        for (std::size_t i = 0; i < tables; ++i) {
-          std::swap(shuffled[i],
-                    shuffled[i + static_cast<std::size_t>(r.below(shuffled.size() - i))]);
-          chosen[i] = shuffled[i];
-        }
+        draw(r, source, tables, chosen.data());
       }
       dims.assign(tables, 0);
       for (auto& dim : dims)
@@ -354,7 +424,8 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
                "tables or a smaller max_dim)");
     }
     task out;
-    out.name = detail::task_name(options.proto, options.devices, name_dim, s.half, t, s.count);
+    out.name = detail::task_name(options.proto, options.devices, name_dim, s.half,
+                                 options.unseen_share, t, s.count);
     out.tables.reserve(tables);
     // Sampling with replacement may pick a pool table twice; each copy is its
     // own table in the model, so copies get "#2", "#3", ... after the name
