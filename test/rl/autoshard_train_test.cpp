@@ -12,6 +12,7 @@
 
 #include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/io/safetensors.hpp"
 #include "embplan/nn/module.hpp"
 #include "support/message_of.hpp"
 #include "support/random_task.hpp"
@@ -257,6 +258,15 @@ TEST_CASE("autoshard train: a checkpoint file resumes bit-equal; another run's i
   CHECK(message_of([&] {
           (void)rl::load_checkpoint(dir / "c.safetensors", other);
         }).find("metadata.embplan.train.entropy_cost' = \"0.001") != std::string::npos);
+  // A buffer whose group sizes overrun the stacked rows (or overflow): refused.
+  auto file = embplan::io::read_safetensors(dir / "c.safetensors");
+  file.metadata["embplan.train.buffer"] =
+      R"({"offset": [9000000000000000000, 9000000000000000000], "cost": [1, 2], "next": 0})";
+  embplan::io::write_safetensors(dir / "bad.safetensors", file);
+  CHECK(message_of([&] {
+          (void)rl::load_checkpoint(dir / "bad.safetensors", o);
+        }).find("metadata.embplan.train.buffer.offset' = 9000000000000000000") !=
+        std::string::npos);
   rl::autoshard_policy::untrained(1).save(dir / "p.safetensors");
   CHECK(message_of([&] {
           (void)rl::load_checkpoint(dir / "p.safetensors", o);

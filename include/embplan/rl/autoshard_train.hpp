@@ -647,11 +647,14 @@ inline autoshard_train_state load_checkpoint(const std::filesystem::path& path,
   }
   const io::tensor tables = std::move(tables_it->second);
   file.tensors.erase(tables_it);
+  // Group sizes >= 1 that add up to at most the stacked rows (no overflow).
+  const std::int64_t stacked = tables.shape.empty() ? 0 : tables.shape[0];
   std::int64_t rows = 0;
   for (const auto n : offset) {
-    if (n < 1) {
+    if (n < 1 || n > stacked - rows) {
       embplan::detail::fail(source + ": metadata.embplan.train.buffer.offset", n,
-                            "group sizes >= 1");
+                            "group sizes >= 1 adding up to the " + std::to_string(stacked) +
+                                " rows of tensors[\"buffer.tables\"]");
     }
     rows += n;
   }
