@@ -244,15 +244,12 @@ autoshard_sample autoshard_act(const autoshard_policy& policy, const task& t, co
     traj.reward.back() = out.reward;
     return out;
   }
-  // Memory first: a plan that overflows is not measured.
+  // Memory first (the MDP's device state has every device's bytes): a plan
+  // that overflows is not measured.
   plan_cost cost;
   const std::size_t devices = t.cluster.size();
-  cost.memory_bytes.assign(devices, 0);
+  cost.memory_bytes = mdp.state().memory_bytes;
   cost.devices.resize(devices);
-  for (std::size_t i = 0; i < t.tables.size(); ++i) {
-    const auto d = mdp.device_of()[i];
-    cost.memory_bytes[d] += shard_bytes(t, whole_table(t, i, d));
-  }
   for (std::size_t d = 0; d < devices; ++d)
     out.fits = out.fits && cost.memory_bytes[d] <= t.cluster.devices[d].memory_bytes;
   if (out.fits) {
