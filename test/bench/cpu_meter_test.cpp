@@ -9,6 +9,7 @@
 #include "embplan/core/topology.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "support/message_of.hpp"
+#include "support/meter_table.hpp"
 
 namespace eb = embplan::bench;
 
@@ -16,14 +17,7 @@ namespace {
 using embplan::test::message_of;
 
 embplan::table_spec table(std::int64_t rows, std::int32_t dim, double pf) {
-  embplan::table_spec t;
-  t.name = "t" + std::to_string(rows);
-  t.rows = rows;
-  t.dim = dim;
-  t.pooling_factor = pf;
-  t.reuse_hist[0] = 0.5;
-  t.reuse_hist[2] = 0.5;
-  return t;
+  return embplan::test::meter_table(rows, dim, pf);
 }
 
 // Tiny and quick: the meter's mechanics, not its figures.

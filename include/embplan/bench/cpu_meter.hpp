@@ -144,19 +144,25 @@ inline std::vector<std::int64_t> capped_rows(std::span<const table_spec> tables,
   return rows;
 }
 
+}  // namespace detail
+
 // What a meter runs for one shard: the layout of its (capped) tables and an
-// index trace of `batch_size` bags per table. Checks the tables first: valid,
-// fp32 or fp16, one dtype per shard, and dims that are multiples of
-// `dim_multiple` (the CUDA kernel's 4-element vectors; 1 on the CPU).
+// index trace of `batch_size` bags per table. detail::prepare_shard makes one
+// for a shard by itself; bench/shard_traces.hpp one whose tables' traces are
+// shared with the other plans of the task.
 struct prepared_shard {
   kernel::tbe_layout layout;
   data::tbe_trace trace;
   bool fp16 = false;
 };
 
-inline prepared_shard prepare_shard(std::span<const table_spec> tables, const meter_options& o,
-                                    std::uint64_t seed, std::string_view meter_name,
-                                    std::int32_t dim_multiple) {
+namespace detail {
+
+// The checks of prepare_shard: valid tables, fp32 or fp16, one dtype per
+// shard, dims that are multiples of `dim_multiple` (the CUDA kernel's
+// 4-element vectors; 1 on the CPU).
+inline void check_shard(std::span<const table_spec> tables, std::string_view meter_name,
+                        std::int32_t dim_multiple) {
   for (std::size_t i = 0; i < tables.size(); ++i) {
     const std::string where = "shard.tables[" + std::to_string(i) + "]";
     validate(tables[i], where);
@@ -175,6 +181,12 @@ inline prepared_shard prepare_shard(std::span<const table_spec> tables, const me
                                 std::string(meter_name) + "'s kernel loads rows as vectors)");
     }
   }
+}
+
+inline prepared_shard prepare_shard(std::span<const table_spec> tables, const meter_options& o,
+                                    std::uint64_t seed, std::string_view meter_name,
+                                    std::int32_t dim_multiple) {
+  check_shard(tables, meter_name, dim_multiple);
   std::vector<table_spec> run_tables(tables.begin(), tables.end());
   const auto rows = capped_rows(tables, o.max_weight_bytes);
   std::vector<std::int32_t> dims{};
@@ -275,7 +287,7 @@ class shard_meter {
   // The drift reference's shard and buffers, its own (its backward updates
   // its weights).
   struct reference_state {
-    detail::prepared_shard shard;
+    prepared_shard shard;
     kernel::cache_aligned_vector<float> weights;
     std::vector<float> output;
     std::vector<float> grad;

@@ -65,7 +65,11 @@ class cuda_shard_meter {
     return measure(tables, options_.seed);
   }
   shard_measurement measure(std::span<const table_spec> tables, std::uint64_t seed) {
-    const auto p = detail::prepare_shard(tables, options_, seed, "GPU meter", 4);
+    return measure(detail::prepare_shard(tables, options_, seed, "GPU meter", 4));
+  }
+  // A shard laid out and traced already (detail::prepare_shard, or
+  // bench/shard_traces.hpp's prepare with dim multiple 4).
+  shard_measurement measure(const prepared_shard& p) {
     return p.fp16 ? run<kernel::half>(p.layout, p.trace) : run<float>(p.layout, p.trace);
   }
 
