@@ -4,12 +4,15 @@
 // it once the command line is parsed; main.cpp runs the one that was given.
 // Every check of the options comes before the first line of output.
 #include <functional>
+#include <memory>
 
 namespace CLI {
 class App;
 }
 
 namespace embplan_cli {
+
+struct program_meter;  // models.hpp
 
 // The exit codes: 0, 2 for bad input (one line on stderr), 1 for a bug.
 inline constexpr int exit_bad_input = 2;
@@ -22,7 +25,9 @@ struct command {
 command add_pool(CLI::App& app);
 command add_tasks(CLI::App& app);
 command add_plan(CLI::App& app);
-command add_compare(CLI::App& app);
+// `own`: a meter of the calling program's (embplan_gpu: cuda), which becomes
+// the default --meter, and its bundled model the default --model.
+command add_compare(CLI::App& app, std::shared_ptr<const program_meter> own = nullptr);
 command add_collect(CLI::App& app);
 command add_skew(CLI::App& app);
 command add_size(CLI::App& app);

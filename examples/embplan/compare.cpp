@@ -280,6 +280,7 @@ struct compare_args {
   std::string baseline;                  // the ratios' denominator; empty: torchrec where it runs
   std::size_t rounds = 1;                // interleaved measurements per plan (--meter measured)
   bool quiet = false;
+  std::shared_ptr<const program_meter> own{};  // the program's own meter, if any
 };
 
 // Where compare's tasks draw their tables from. --half auto: the half of the
@@ -346,7 +347,7 @@ int run_compare(const compare_args& a) {
   for (const auto m : a.max_dims)
     check_max_dim(m);
   if (a.half != "auto") (void)pool_half_of(a.half, /*takes_auto=*/true);
-  auto pm = load_planning_model(a.model);
+  auto pm = load_planning_model(a.model, a.own ? a.own->bundled_model : std::string());
   const bool dreamshard = std::any_of(names.begin(), names.end(), is_dreamshard);
   if (dreamshard || !a.policy.empty() || a.meter.name == "dreamshard") load_policy(pm, a.policy);
   const bool autoshard = std::any_of(names.begin(), names.end(), is_autoshard);
@@ -377,9 +378,12 @@ int run_compare(const compare_args& a) {
     if (std::find(names.begin(), names.end(), b) == names.end())
       embplan::detail::fail("--baseline", a.baseline, "one of the planners run (--planners)");
   }
-  if (a.rounds > 1 && a.meter.name != "measured")
+  const bool own_meter = a.own && a.meter.name == a.own->name;
+  if (a.rounds > 1 && a.meter.name != "measured" && !(own_meter && a.own->measures))
     embplan::detail::fail("--rounds", a.rounds,
-                          "1 unless --meter measured (the other meters are deterministic)");
+                          "1 unless --meter measured" +
+                              std::string(a.own && a.own->measures ? " or " + a.own->name : "") +
+                              " (the other meters are deterministic)");
   if (a.optimum) {
     // The exact search prices up to millions of plans: a simulated meter
     // only, and small tasks (checked before any work).
@@ -399,7 +403,7 @@ int run_compare(const compare_args& a) {
   }
   const auto pool = load_pool(a.pool);
   check_dim_multiple(pool, "pool.tables");
-  const auto meter = meter_of(a.meter, pm);
+  const auto meter = meter_of(a.meter, pm, a.own.get());
   const std::string& meter_text = meter.text;
 
   nlohmann::json report;
@@ -541,8 +545,14 @@ int run_compare(const compare_args& a) {
 
 }  // namespace
 
-command add_compare(CLI::App& app) {
+command add_compare(CLI::App& app, std::shared_ptr<const program_meter> own) {
   auto a = std::make_shared<compare_args>();
+  if (own) {
+    a->meter.own = own->name;
+    a->meter.own_help = own->help;
+    a->meter.name = own->name;
+    a->own = std::move(own);
+  }
   auto* sub = app.add_subcommand("compare",
                                  "Run every planner on the same tasks (NeuroShard Table 1 shape)");
   sub->add_option("--protocol", a->protocol, "neuroshard | dreamshard | autoshard")
@@ -566,7 +576,7 @@ command add_compare(CLI::App& app) {
       ->delimiter(',');
   sub->add_option("--json", a->json, "also write the results as JSON");
   add_meter_options(sub, a->meter, /*dreamshard=*/true);
-  add_model_option(sub, a->model);
+  add_model_option(sub, a->model, a->own ? "the bundled " + a->own->bundled_model : std::string());
   add_policy_option(sub, a->policy);
   add_autoshard_policy_option(sub, a->autoshard_policy);
   sub->add_flag("--optimum", a->optimum,
@@ -577,7 +587,9 @@ command add_compare(CLI::App& app) {
                   "the planner each planner's per-task cost ratios are to (default: torchrec, "
                   "where it runs)");
   add_int_option(sub, "--rounds", a->rounds,
-                 "--meter measured: measurements per plan, interleaved with the task's other plans",
+                 "--meter measured" +
+                     std::string(a->own && a->own->measures ? " or " + a->own->name : "") +
+                     ": measurements per plan, interleaved with the task's other plans",
                  1, 1000)
       ->capture_default_str();
   add_quiet_option(sub, a->quiet);

@@ -142,13 +142,16 @@ void load_autoshard_policy(planning_model& pm, const std::string& arg) {
   pm.autoshard_text = text + ")";
 }
 
-planning_model load_planning_model(const std::string& arg) {
+planning_model load_planning_model(const std::string& arg, std::string_view bundled_file) {
   if (arg == "none") return {std::nullopt, "none: neuroshard plans on the analytic model"};
   const bool bundled = arg.empty();
   std::filesystem::path path = arg;
   if (bundled) {
     std::string tried;
-    path = first_existing(bundled_compute_model_candidates(), tried);
+    path =
+        first_existing(bundled_file.empty() ? bundled_compute_model_candidates()
+                                            : bundled_candidates(std::string(bundled_file).c_str()),
+                       tried);
     if (path.empty()) {
       return {std::nullopt,
               "the bundled model is not at " + tried + ": neuroshard plans on the analytic model"};
@@ -172,10 +175,12 @@ void check_meter(const meter_args& m, bool dreamshard) {
                           "simulated, analytic or measured (dreamshard: in compare only)");
   }
   if (m.name != "simulated" && m.name != "analytic" && m.name != "measured" &&
-      m.name != "dreamshard") {
-    embplan::detail::fail("--meter", m.name,
-                          dreamshard ? "simulated, analytic, measured or dreamshard"
-                                     : "simulated, analytic or measured");
+      m.name != "dreamshard" && (m.own.empty() || m.name != m.own)) {
+    std::string known =
+        dreamshard ? "simulated, analytic, measured, dreamshard" : "simulated, analytic, measured";
+    if (!m.own.empty()) known += ", " + m.own;
+    const auto last = known.rfind(", ");
+    embplan::detail::fail("--meter", m.name, known.replace(last, 2, " or "));
   }
   if (!(m.reference_ms >= 0.0) || !std::isfinite(m.reference_ms)) {
     embplan::detail::fail("--reference-ms", m.reference_ms,
@@ -188,8 +193,12 @@ void check_meter(const meter_args& m, bool dreamshard) {
   }
 }
 
-meter_choice meter_of(const meter_args& m, const planning_model& pm) {
+meter_choice meter_of(const meter_args& m, const planning_model& pm, const program_meter* own) {
   check_meter(m, /*dreamshard=*/true);
+  if (!m.own.empty() && m.name == m.own) {
+    if (!own || !own->make) embplan::detail::fail("--meter", m.name, "a meter this program has");
+    return own->make();
+  }
   if (m.name == "dreamshard") {
     if (!pm.policy)
       embplan::detail::fail("--meter", m.name, "a DreamShard policy: " + pm.policy_text);

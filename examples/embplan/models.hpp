@@ -60,10 +60,11 @@ struct planning_model {
 // the source tree the CLI was built from (a build tree's binary).
 std::vector<std::filesystem::path> bundled_compute_model_candidates();
 
-// `arg`: a path, "none", or empty for the bundled model. A missing bundled file
-// (a CLI installed without its data) falls back to the analytic model and says
-// so; a missing file the user named is an error.
-planning_model load_planning_model(const std::string& arg);
+// `arg`: a path, "none", or empty for the bundled model (`bundled_file`, a path
+// under data/; empty: cost/cpu_compute_model.safetensors). A missing bundled
+// file (a CLI installed without its data) falls back to the analytic model and
+// says so; a missing file the user named is an error.
+planning_model load_planning_model(const std::string& arg, std::string_view bundled_file = {});
 
 // The same for the bundled policy (data/rl/dreamshard_cpu_4dev.safetensors).
 std::vector<std::filesystem::path> bundled_policy_candidates();
@@ -161,7 +162,20 @@ struct meter_choice {
   std::string text;
   std::function<double(const embplan::task&, const embplan::plan&)> plan_ms{};
 };
-// --meter dreamshard needs pm.policy (load_policy first).
-meter_choice meter_of(const meter_args& m, const planning_model& pm);
+// A meter a program brings of its own (embplan_gpu: the CUDA meter, compiled
+// by nvcc, which the host-compiled CLI cannot name): --meter `name` takes it,
+// and `make` builds it when the command starts pricing plans.
+struct program_meter {
+  std::string name;           // --meter NAME, and the command's default meter
+  std::string help;           // --meter's help
+  std::string bundled_model;  // the default --model, a file under data/
+  std::function<meter_choice()> make;
+  bool measures = true;  // times plans (--rounds applies) rather than models them
+};
+
+// --meter dreamshard needs pm.policy (load_policy first); --meter own->name
+// is `own`'s.
+meter_choice meter_of(const meter_args& m, const planning_model& pm,
+                      const program_meter* own = nullptr);
 
 }  // namespace embplan_cli

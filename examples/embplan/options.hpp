@@ -158,10 +158,13 @@ inline std::uint64_t memory_bytes_of(double gib_value) {
 }
 
 // --model: the learned compute-cost model NeuroShard's planners search on (models.hpp).
-inline void add_model_option(CLI::App* app, std::string& model) {
-  app->add_option("--model", model,
-                  "learned compute-cost model neuroshard plans on: a file of `embplan train "
-                  "compute`, or none (analytic); default: the bundled CPU-meter model");
+inline void add_model_option(CLI::App* app, std::string& model,
+                             const std::string& default_text = {}) {
+  app->add_option(
+      "--model", model,
+      "learned compute-cost model neuroshard plans on: a file of `embplan train "
+      "compute`, or none (analytic); default: " +
+          (default_text.empty() ? std::string("the bundled CPU-meter model") : default_text));
 }
 
 // --meter, --reference, --reference-ms: what prices every finished plan (models.hpp).
@@ -169,6 +172,10 @@ struct meter_args {
   std::string name = "simulated";
   bool reference = false;    // the measured meter's drift reference
   double reference_ms = 0.;  // its time; 0: measured once before the first plan
+  // A meter of the program's own (embplan_gpu: "cuda"), taken by --meter
+  // besides the four above; empty: none (models.hpp, program_meter).
+  std::string own{};
+  std::string own_help{};
 };
 
 inline void add_meter_options(CLI::App* app, meter_args& m, bool dreamshard = false) {
@@ -177,7 +184,8 @@ inline void add_meter_options(CLI::App* app, meter_args& m, bool dreamshard = fa
                               "(CPU meter; slow: keep the task count small)") +
                       (dreamshard ? " | dreamshard (the --policy's cost network: its overall "
                                     "head prices a plan)"
-                                  : ""))
+                                  : "") +
+                      (m.own.empty() ? std::string() : " | " + m.own + " (" + m.own_help + ")"))
       ->capture_default_str();
   app->add_flag("--reference", m.reference,
                 "--meter measured: pair every timed run with a fixed reference shard and scale "

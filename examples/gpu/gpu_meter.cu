@@ -27,6 +27,10 @@ std::string device_description(std::string& why) {
          std::to_string(prop.l2CacheSize >> 20) + " MiB";
 }
 
+embplan::bench::meter_options meter_defaults() {
+  return embplan::bench::cuda_meter_defaults();
+}
+
 struct gpu_meter::impl {
   embplan::bench::cuda_shard_meter meter;
 };
@@ -42,6 +46,10 @@ const embplan::bench::meter_options& gpu_meter::options() const noexcept {
 embplan::bench::shard_measurement gpu_meter::measure(std::span<const embplan::table_spec> tables,
                                                      std::uint64_t seed) {
   return impl_->meter.measure(tables, seed);
+}
+
+embplan::bench::shard_measurement gpu_meter::measure(const embplan::bench::prepared_shard& shard) {
+  return impl_->meter.measure(shard);
 }
 
 }  // namespace embplan_gpu

@@ -16,6 +16,9 @@ namespace embplan_gpu {
 // (and `why` set to the runtime's text) when there is none.
 std::string device_description(std::string& why);
 
+// bench::cuda_meter_defaults(): batch 65,536 (the papers'), shards up to 8 GiB.
+embplan::bench::meter_options meter_defaults();
+
 class gpu_meter {
  public:
   explicit gpu_meter(const embplan::bench::meter_options& options);
@@ -26,6 +29,8 @@ class gpu_meter {
   const embplan::bench::meter_options& options() const noexcept;
   embplan::bench::shard_measurement measure(std::span<const embplan::table_spec> tables,
                                             std::uint64_t seed);
+  // A shard laid out and traced already (bench/shard_traces.hpp).
+  embplan::bench::shard_measurement measure(const embplan::bench::prepared_shard& shard);
 
  private:
   struct impl;

@@ -4,22 +4,43 @@
 //
 //   embplan_gpu observe                          # the three cost observations
 //   embplan_gpu collect --samples 1000 --out gpu_compute.jsonl
+//   embplan_gpu compare --devices 4 --max-dim 32 --count 50 --planners ...
 //
 // `collect` writes compute records as `embplan collect compute` does (meter
 // "cuda"), so `embplan train compute --data gpu_compute.jsonl` trains on them.
-// Without a CUDA device either prints why and exits 77 (ctest: skipped).
+// `compare` is `embplan compare` with one more meter, the default: --meter
+// cuda prices each device's shard on the GPU meter at batch 65,536, with
+// communication from the analytic all-to-all (gpu_meter_cost.hpp), and
+// NeuroShard's planners plan on the bundled GPU-meter model
+// (data/cost/gpu_compute_model.safetensors) unless --model says otherwise.
+// Without a CUDA device each prints why and exits 77 (ctest: skipped); compare
+// on another meter runs anyway.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "../embplan/collect.hpp"
+#include "../embplan/commands.hpp"
+#include "../embplan/models.hpp"
 #include "../embplan/observe.hpp"
 #include "../embplan/options.hpp"
 #include "embplan/core/error.hpp"
 #include "gpu_meter.hpp"
+#include "gpu_meter_cost.hpp"
+
+namespace {
+
+// Thrown by --meter cuda's factory where there is no device: main prints it
+// as a skip (exit 77), not an error.
+struct no_device {
+  std::string why;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"embplan's measuring subcommands on the GPU meter"};
@@ -43,7 +64,56 @@ int main(int argc, char** argv) {
       "collect", "Compute cost data (NeuroShard Alg. 3-4) as JSON lines; resumable");
   embplan_cli::add_collect_options(collect, co);
 
+  // compare: the CLI's, with the GPU meter as its default meter.
+  int warmup = 2;
+  int runs = 10;
+  int drop = 2;
+  auto own = std::make_shared<embplan_cli::program_meter>();
+  own->name = "cuda";
+  own->help =
+      "the GPU meter: each device's shard run as one fused CUDA embedding bag at batch 65,536 "
+      "and timed with CUDA events, AutoShard protocol; communication from the analytic "
+      "all-to-all model";
+  own->bundled_model = "cost/gpu_compute_model.safetensors";
+  own->make = [&]() -> embplan_cli::meter_choice {
+    std::string why;
+    const std::string device = embplan_gpu::device_description(why);
+    if (device.empty()) throw no_device{why};
+    auto o = embplan_gpu::meter_defaults();
+    o.protocol = {.warmup = warmup, .runs = runs, .drop = drop, .flush = true};
+    embplan::bench::validate(o);
+    return {embplan_cli::any_meter(embplan_gpu::gpu_meter_cost(o)),
+            "GPU meter on " + device +
+                " (each device's shard run as one fused CUDA embedding "
+                "bag at batch " +
+                std::to_string(o.batch_size) +
+                ", forward and backward timed "
+                "with CUDA events, AutoShard protocol: " +
+                std::to_string(warmup) + " warm-up, " + std::to_string(runs) + " runs, " +
+                std::to_string(drop) +
+                " highest and lowest dropped, L2 flushed; each table's trace shared by every "
+                "plan of its task); communication from the analytic all-to-all model"};
+  };
+  const auto compare = embplan_cli::add_compare(app, own);
+  embplan_cli::add_protocol_options(compare.app, warmup, runs, drop);
+
   CLI11_PARSE(app, argc, argv);
+  if (*compare.app) {
+    try {
+      return compare.run();
+    } catch (const no_device& e) {
+      std::cout << "SKIPPED: no CUDA device (" << e.why << ")\n";
+      return 77;
+    } catch (const embplan::error& e) {
+      std::cout.flush();
+      std::cerr << "embplan_gpu: error: " << e.what() << '\n';
+      return embplan_cli::exit_bad_input;
+    } catch (const std::exception& e) {
+      std::cout.flush();
+      std::cerr << "embplan_gpu: internal error: " << e.what() << '\n';
+      return 1;
+    }
+  }
   try {
     std::string why;
     const std::string device = embplan_gpu::device_description(why);
