@@ -56,6 +56,7 @@ struct planner_summary {
   // either failed), and their geometric mean with its 95 % t-interval.
   std::vector<double> ratios;
   embplan::bench::ratio_interval to_baseline;
+  std::vector<double> costs;        // per task, NaN where it failed (--json's per_task_cost_ms)
   std::uint64_t cache_lookups = 0;  // the searcher's device-cost cache, all tasks
   std::uint64_t cache_hits = 0;
   bool has_cache() const { return cache_lookups > 0; }
@@ -171,6 +172,8 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
     }
     if (s.optimum_tasks) s.mean_gap_opt /= double(s.optimum_tasks);
   }
+  for (std::size_t p = 0; p < np; ++p)
+    out[p].costs = cost[p];
   // Paired ratios to the baseline: NaN where either failed the task.
   if (how.baseline < np) {
     for (std::size_t p = 0; p < np; ++p) {
@@ -231,6 +234,12 @@ nlohmann::json to_json(const planner_summary& s, bool optimum, const std::string
   j["mean_sharding_ms"] = s.mean_sharding_ms;
   j["mean_gap_to_lower_bound"] =
       s.succeeded && s.has_gap ? nlohmann::json(s.mean_gap) : nlohmann::json(nullptr);
+  // Each task's cost of the planner's plan (null: it failed), so that runs on
+  // two meters of the same tasks and seed can be set side by side.
+  nlohmann::json costs = nlohmann::json::array();
+  for (const double c : s.costs)
+    costs.push_back(number_or_null(c));
+  j["per_task_cost_ms"] = std::move(costs);
   if (!s.ratios.empty()) {
     nlohmann::json per_task = nlohmann::json::array();
     for (const double r : s.ratios)
@@ -408,6 +417,8 @@ int run_compare(const compare_args& a) {
 
   nlohmann::json report;
   report["protocol"] = a.protocol;
+  report["seed"] = a.seed;
+  report["count"] = a.count;
   report["meter"] = a.meter.name + ", " + meter_text;
   report["planning_model"] = pm.text;
   if (dreamshard) report["policy"] = pm.policy_text;

@@ -1530,6 +1530,16 @@ TEST_CASE("compare: per-task cost ratios to a baseline, with a 95% interval; int
   CHECK(random.at("geometric_mean").get<double>() == doctest::Approx(std::exp(log_sum / 4.0)));
   CHECK(random.at("ci95").at(0).get<double>() < random.at("geometric_mean").get<double>());
   CHECK(random.at("ci95").at(1).get<double>() > random.at("geometric_mean").get<double>());
+  // Each task's cost per planner; the ratios are their quotients.
+  const auto& random_costs = rows.at(0).at("per_task_cost_ms");
+  const auto& torchrec_costs = rows.at(1).at("per_task_cost_ms");
+  REQUIRE(random_costs.size() == 4);
+  REQUIRE(torchrec_costs.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(random_costs.at(i).get<double>() > 0.0);
+    CHECK(random.at("per_task").at(i).get<double>() ==
+          doctest::Approx(random_costs.at(i).get<double>() / torchrec_costs.at(i).get<double>()));
+  }
 
   // Another baseline.
   REQUIRE(run("compare --devices 4 --max-dim 16 --tables 6 --count 2 --meter analytic --quiet "
