@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -312,6 +313,8 @@ int run_train(const train_args& a) {
   const auto records = embplan::cost::read_compute_records(a.data);
   embplan::cost::train_options o;
   o.features = embplan::cost::parse_feature_set(a.features, "train.features");
+  o.target = embplan::cost::parse_train_target(a.target, "--target");
+  o.loss = embplan::cost::parse_train_loss(a.loss, "--loss");
   if (a.epochs != 0) o.epochs = a.epochs;
   o.seed = a.seed;
   progress bar("train compute", "epochs", static_cast<std::size_t>(std::max(o.epochs, 0)),
@@ -320,22 +323,23 @@ int run_train(const train_args& a) {
   const auto [net, report] = embplan::cost::train_compute_model(records, pool, o);
   bar.clear();
 
-  text_table table({"split", "samples", "MSE (ms^2)", "MAPE", "R^2"});
+  text_table table({"split", "samples", "MSE (ms^2)", "MAPE", "R^2", "Spearman"});
   const auto row = [&](const char* name, const embplan::cost::regression_metrics& m) {
     table.add({name, std::to_string(m.samples), fixed(m.mse, 4), fixed(100.0 * m.mape, 1) + " %",
-               fixed(m.r2, 3)});
+               fixed(m.r2, 3), std::isnan(m.spearman) ? "-" : fixed(m.spearman, 3)});
   };
   row("train", report.train);
   row("validation", report.validation);
   row("test", report.test);
   if (!a.eval.empty()) {
     const auto other = embplan::cost::read_compute_records(a.eval);
-    const auto m = embplan::cost::evaluate_compute_model(net, other, pool, o.features);
+    const auto m = embplan::cost::evaluate_compute_model(net, other, pool, o.features, o.target);
     row("eval", m);
   }
   std::cout << "compute-cost model on " << records.size() << " records of " << a.data << " (meter "
-            << report.meter << ", " << report.batch_size << " bags per table), best epoch "
-            << report.best_epoch + 1 << " of " << o.epochs << '\n';
+            << report.meter << ", " << report.batch_size << " bags per table; target "
+            << embplan::cost::to_string(o.target) << ", loss " << embplan::cost::to_string(o.loss)
+            << "), best epoch " << report.best_epoch + 1 << " of " << o.epochs << '\n';
   table.print(std::cout);
   if (!a.eval.empty()) std::cout << "eval: " << a.eval << '\n';
 
@@ -361,7 +365,11 @@ int run_train(const train_args& a) {
             << " (split seed " << a.split_seed << ")\n";
   meta.extra["metrics.test_mape"] = fixed(report.test.mape, 4);
   meta.extra["metrics.test_r2"] = fixed(report.test.r2, 4);
+  if (!std::isnan(report.test.spearman))
+    meta.extra["metrics.test_spearman"] = fixed(report.test.spearman, 4);
   meta.extra["metrics.records"] = std::to_string(records.size());
+  meta.extra["train.target"] = std::string(embplan::cost::to_string(o.target));
+  meta.extra["train.loss"] = std::string(embplan::cost::to_string(o.loss));
   const embplan::neural_cost model(net, meta);
   model.save(a.out);
   std::cout << "wrote " << a.out << '\n';
@@ -386,6 +394,15 @@ command add_train(CLI::App& app) {
   sub->add_option("--out", a->out, "model file (safetensors with metadata)")->required();
   add_pool_option(sub, a->pool);
   sub->add_option("--features", a->features, "embplan21 | neuroshard20")->capture_default_str();
+  sub->add_option("--target", a->target,
+                  "compute: what the model predicts: total (forward + backward timed in one run, "
+                  "NeuroShard's) | parts (timed apart and summed: what the meters price a device "
+                  "with)")
+      ->capture_default_str();
+  sub->add_option("--loss", a->loss,
+                  "compute: mse (squared ms, NeuroShard's) | relative (squared relative error: "
+                  "every shard weighs alike)")
+      ->capture_default_str();
   add_int_option(sub, "--epochs", a->epochs,
                  "training epochs, the best validation epoch kept (0: compute 60, comm 1000)", 0,
                  100000)

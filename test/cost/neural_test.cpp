@@ -54,6 +54,51 @@ std::vector<embplan::cost::compute_record> synthetic_records(std::size_t n, std:
 }
 }  // namespace
 
+TEST_CASE("compute model: the parts target, the relative loss, and their names") {
+  // Records whose one-run total is 90 % of the parts, costs over two decades.
+  auto records = synthetic_records(300, 3);
+  for (auto& r : records) {
+    r.forward_ms *= r.tables.size() == 1 ? 0.1 : 1.0;  // a few very cheap shards
+    r.backward_ms *= r.tables.size() == 1 ? 0.1 : 1.0;
+    r.total_ms = 0.9 * (r.forward_ms + r.backward_ms);
+  }
+  embplan::cost::train_options o;
+  o.epochs = 25;
+  o.batch_size = 64;
+  o.learning_rate = 3e-3f;
+  o.target = embplan::cost::train_target::parts;
+  const auto [net, report] = embplan::cost::train_compute_model(records, pool(), o);
+  // Judged against the parts, the same net is 1/0.9 off the totals.
+  const auto parts = embplan::cost::evaluate_compute_model(net, records, pool(), o.features,
+                                                           embplan::cost::train_target::parts);
+  const auto totals = embplan::cost::evaluate_compute_model(net, records, pool(), o.features);
+  CHECK(parts.mape < totals.mape);
+  CHECK(parts.r2 > 0.8);
+  CHECK(parts.spearman > 0.9);
+  CHECK(parts.relative_mse > 0.0);
+
+  // The relative loss weighs the cheap shards as much as the dear ones: its
+  // relative error is below the squared-ms loss's, on the training records.
+  o.loss = embplan::cost::train_loss::relative;
+  const auto [rel_net, rel_report] = embplan::cost::train_compute_model(records, pool(), o);
+  MESSAGE("train MAPE: mse " << report.train.mape << ", relative " << rel_report.train.mape);
+  CHECK(rel_report.train.relative_mse < report.train.relative_mse);
+  CHECK(rel_report.train.mape < report.train.mape);
+  // Same seed, same model.
+  CHECK(embplan::cost::train_compute_model(records, pool(), o).second.test.mse ==
+        rel_report.test.mse);
+
+  CHECK(embplan::cost::parse_train_target("parts", "--target") ==
+        embplan::cost::train_target::parts);
+  CHECK(embplan::cost::parse_train_loss("relative", "--loss") ==
+        embplan::cost::train_loss::relative);
+  CHECK(message_of([] { (void)embplan::cost::parse_train_target("both", "--target"); }) ==
+        "field '--target' = \"both\": expected \"total\" (forward + backward in one run) or "
+        "\"parts\" (forward and backward timed apart, summed)");
+  CHECK(message_of([] { (void)embplan::cost::parse_train_loss("mae", "--loss"); }) ==
+        "field '--loss' = \"mae\": expected \"mse\" or \"relative\"");
+}
+
 TEST_CASE("feature sets: names, counts and order") {
   using embplan::cost::feature_set;
   CHECK(embplan::cost::feature_count(feature_set::embplan21) == 21);

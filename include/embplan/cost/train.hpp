@@ -28,6 +28,7 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/cost/detail/json_lines.hpp"
 #include "embplan/cost/features.hpp"
+#include "embplan/data/detail/rank_correlation.hpp"
 #include "embplan/data/split.hpp"
 #include "embplan/nn/adam.hpp"
 #include "embplan/nn/compute_cost_net.hpp"
@@ -89,8 +90,43 @@ inline std::vector<compute_record> read_compute_records(const std::filesystem::p
       });
 }
 
+// What the compute model learns to predict: a record's forward + backward
+// timed in one run (`total_ms`, NeuroShard's target and the default), or the
+// sum of the two timed apart (`forward_ms + backward_ms`), which is what the
+// meters' cost models price a device with (bench::cpu_meter_cost and the GPU
+// meter's: separate on, together off). On the CPU meter the two differ by
+// 3-14 % per shard (the backward finds the forward's rows in cache when they
+// run together); on the GPU meter by under 1.5 %.
+enum class train_target : std::uint8_t { total, parts };
+// The loss: NeuroShard's mean squared error in ms², which lets the largest
+// shards decide, or the mean squared *relative* error ((p - y) / y)², which
+// weighs every shard alike (the metric MAPE reports). The best epoch is
+// picked by the same loss on the validation split.
+enum class train_loss : std::uint8_t { mse, relative };
+
+inline train_target parse_train_target(std::string_view s, std::string_view field) {
+  if (s == "total") return train_target::total;
+  if (s == "parts") return train_target::parts;
+  embplan::detail::fail(field, s,
+                        "\"total\" (forward + backward in one run) or \"parts\" "
+                        "(forward and backward timed apart, summed)");
+}
+inline train_loss parse_train_loss(std::string_view s, std::string_view field) {
+  if (s == "mse") return train_loss::mse;
+  if (s == "relative") return train_loss::relative;
+  embplan::detail::fail(field, s, "\"mse\" or \"relative\"");
+}
+inline std::string_view to_string(train_target t) {
+  return t == train_target::total ? "total" : "parts";
+}
+inline std::string_view to_string(train_loss l) {
+  return l == train_loss::mse ? "mse" : "relative";
+}
+
 struct train_options {
   feature_set features = feature_set::embplan21;
+  train_target target = train_target::total;
+  train_loss loss = train_loss::mse;
   int epochs = 60;
   std::size_t batch_size = 512;
   float learning_rate = 1e-3f;
@@ -103,9 +139,13 @@ struct train_options {
 
 struct regression_metrics {
   std::size_t samples = 0;
-  double mse = 0.0;   // ms^2
-  double mape = 0.0;  // mean |prediction - y| / y
-  double r2 = 0.0;    // 1 - SS_res / SS_tot
+  double mse = 0.0;           // ms^2
+  double relative_mse = 0.0;  // mean ((prediction - y) / y)^2
+  double mape = 0.0;          // mean |prediction - y| / y
+  double r2 = 0.0;            // 1 - SS_res / SS_tot
+  // Spearman's rank correlation of predictions and targets (how well the model
+  // orders shards, which is what a search needs); NaN below two samples.
+  double spearman = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct train_report {
@@ -160,6 +200,28 @@ inline piece_table pieces_of(std::span<const compute_record> records,
   return out;
 }
 
+inline float target_of(const compute_record& r, train_target target) {
+  return static_cast<float>(target == train_target::total ? r.total_ms
+                                                          : r.forward_ms + r.backward_ms);
+}
+
+// One Adam step on the mean squared relative error (train_loss::relative):
+// d/dp ((p - y) / y)^2 / n = 2 (p - y) / (y^2 n).
+inline void relative_step(nn::compute_cost_net& net, const nn::compute_cost_batch& batch,
+                          nn::adam& optimizer, nn::compute_cost_net& grad,
+                          nn::compute_cost_tape& tape) {
+  nn::set_zero(grad);
+  net.forward(batch.features, batch.group, batch.targets.rows(), tape);
+  const auto n = static_cast<float>(batch.targets.rows());
+  tape.doutput.resize(batch.targets.rows(), 1);
+  for (Eigen::Index i = 0; i < batch.targets.rows(); ++i) {
+    const float y = batch.targets(i, 0);
+    tape.doutput(i, 0) = 2.0f * (tape.output()(i, 0) - y) / (y * y * n);
+  }
+  net.backward(tape, tape.doutput, grad);
+  optimizer.step(net, grad);
+}
+
 inline regression_metrics metrics(const nn::compute_cost_net& net, const piece_table& pieces,
                                   std::span<const float> costs,
                                   std::span<const std::size_t> which) {
@@ -175,15 +237,21 @@ inline regression_metrics metrics(const nn::compute_cost_net& net, const piece_t
     mean += batch.targets(i, 0) / static_cast<double>(which.size());
   double ss_res = 0.0;
   double ss_tot = 0.0;
+  std::vector<double> predicted;
+  std::vector<double> measured;
   for (Eigen::Index i = 0; i < batch.targets.rows(); ++i) {
     const double y = batch.targets(i, 0);
     const double p = tape.output()(i, 0);
     ss_res += (p - y) * (p - y);
     ss_tot += (y - mean) * (y - mean);
     m.mape += std::abs(p - y) / y / static_cast<double>(which.size());
+    m.relative_mse += (p - y) * (p - y) / (y * y) / static_cast<double>(which.size());
+    predicted.push_back(p);
+    measured.push_back(y);
   }
   m.mse = ss_res / static_cast<double>(which.size());
   m.r2 = ss_tot > 0.0 ? 1.0 - ss_res / ss_tot : 0.0;
+  m.spearman = data::detail::spearman(predicted, measured);
   return m;
 }
 
@@ -193,12 +261,13 @@ inline regression_metrics metrics(const nn::compute_cost_net& net, const piece_t
 // of the pool: tables the model never saw).
 inline regression_metrics evaluate_compute_model(const nn::compute_cost_net& net,
                                                  std::span<const compute_record> records,
-                                                 std::span<const table_spec> pool, feature_set f) {
+                                                 std::span<const table_spec> pool, feature_set f,
+                                                 train_target target = train_target::total) {
   const auto pieces = detail::pieces_of(records, pool, f);
   std::vector<float> costs;
   std::vector<std::size_t> all;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    costs.push_back(static_cast<float>(records[i].total_ms));
+    costs.push_back(detail::target_of(records[i], target));
     all.push_back(i);
   }
   return detail::metrics(net, pieces, costs, all);
@@ -242,7 +311,7 @@ inline std::pair<nn::compute_cost_net, train_report> train_compute_model(
   const auto pieces = detail::pieces_of(records, pool, o.features);
   std::vector<float> costs;
   for (const auto& r : records)
-    costs.push_back(static_cast<float>(r.total_ms));
+    costs.push_back(detail::target_of(r, o.target));
 
   // The 80/10/10 split of a seeded permutation; parts in shuffled order.
   const auto split =
@@ -285,9 +354,14 @@ inline std::pair<nn::compute_cost_net, train_report> train_compute_model(
       for (const auto i : batches[b])
         picked.push_back(train[i]);
       nn::gather_batch(pieces.features, pieces.samples, costs, picked, batch);
-      (void)nn::train_step(net, batch, optimizer, grad, tape);
+      if (o.loss == train_loss::mse) {
+        (void)nn::train_step(net, batch, optimizer, grad, tape);
+      } else {
+        detail::relative_step(net, batch, optimizer, grad, tape);
+      }
     }
-    const double v = detail::metrics(net, pieces, costs, val).mse;
+    const auto vm = detail::metrics(net, pieces, costs, val);
+    const double v = o.loss == train_loss::mse ? vm.mse : vm.relative_mse;
     report.validation_mse.push_back(v);
     if (o.on_epoch) o.on_epoch();
     if (v < best_val) {
