@@ -17,9 +17,9 @@
 // prepare_shard's own (per-shard) trace instead, since a shrunk table's trace
 // depends on the shard it is in.
 //
-// Holds one task at a time: a call for another task (any field of it differs)
-// drops the traces of the last one. Not thread-safe: one per meter, called
-// under the meter's lock.
+// Holds one task at a time: a call for another task (another table, or
+// another batch, meter batch or seed) drops the traces of the last one. Not
+// thread-safe: one per meter, called under the meter's lock.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
