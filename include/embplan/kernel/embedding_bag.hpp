@@ -121,6 +121,16 @@ inline std::vector<isa> supported_isas() {
 // 8 x 1M rows, forward 10.6 -> 8.7 ms per 524k lookups (bench_embedding_bag).
 // A GPU's large pages give it the same reach. The advice is best effort: the
 // memory stays valid if the kernel declines it.
+// Weights whose dims are not a multiple of the vector width (16 fp32 lanes
+// with AVX-512, 8 with AVX2) are read with masked loads: the masked-off
+// lanes do not read memory, but where they reach into a page that was never
+// touched the CPU suppresses the would-be fault with a microcode assist, on
+// every such load — the last rows of a buffer that ends at an untouched page
+// then cost hundreds of cycles per lookup. Keep slack_elements<Weight> touched
+// elements (one cache line) after the last row of a buffer that is timed.
+template <class Weight>
+inline constexpr std::size_t slack_elements = 64 / sizeof(Weight);
+
 template <class T>
 struct cache_aligned_allocator {
   using value_type = T;
