@@ -18,7 +18,7 @@
 // depends on the shard it is in.
 //
 // Holds one task at a time: a call for another task (another table, or
-// another batch, meter batch or seed) drops the traces of the last one. Not
+// another meter batch or seed) drops the traces of the last one. Not
 // thread-safe: one per meter, called under the meter's lock.
 #include <algorithm>
 #include <cstddef>
@@ -77,13 +77,8 @@ class shard_traces {
     p.trace.batch_size = o.batch_size;
     p.trace.indices.reserve(total);
     p.trace.offsets.reserve(group.size() * b + 1);
-    for (const auto& s : group) {
-      const auto& tr = *traces_.at(key_of(s));
-      const auto base = static_cast<std::int64_t>(p.trace.indices.size());
-      for (std::size_t bag = 0; bag < b; ++bag)
-        p.trace.offsets.push_back(base + tr.offsets[bag]);
-      p.trace.indices.insert(p.trace.indices.end(), tr.indices.begin(), tr.indices.end());
-    }
+    for (const auto& s : group)
+      data::detail::append_table(p.trace, *traces_.at(key_of(s)));
     p.trace.offsets.push_back(static_cast<std::int64_t>(p.trace.indices.size()));
     return p;
   }
@@ -97,17 +92,14 @@ class shard_traces {
   using key = std::tuple<std::uint32_t, std::int64_t, std::int64_t>;
   static key key_of(const shard& s) { return {s.table, s.row_begin, s.row_end}; }
 
+  // A trace depends on the table, the meter's batch and the seed alone.
   void use_task(const task& t, const meter_options& o) {
-    if (have_task_ && t.tables == task_.tables && t.batch_size == task_.batch_size &&
-        o.batch_size == batch_size_ && o.seed == seed_) {
+    if (batch_size_ != 0 && t.tables == tables_ && o.batch_size == batch_size_ && o.seed == seed_)
       return;
-    }
     traces_.clear();
-    task_.tables = t.tables;
-    task_.batch_size = t.batch_size;
+    tables_ = t.tables;
     batch_size_ = o.batch_size;
     seed_ = o.seed;
-    have_task_ = true;
   }
 
   // Draws the group's missing traces, several threads at a time.
@@ -157,9 +149,8 @@ class shard_traces {
   }
 
   std::size_t threads_ = 0;
-  bool have_task_ = false;
-  task task_{};
-  std::int64_t batch_size_ = 0;
+  std::vector<table_spec> tables_{};
+  std::int64_t batch_size_ = 0;  // 0: no task yet
   std::uint64_t seed_ = 0;
   std::map<key, std::shared_ptr<const data::bag_trace>> traces_{};
   std::size_t drawn_ = 0;

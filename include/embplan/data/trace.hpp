@@ -117,6 +117,19 @@ inline bag_trace generate_trace(const table_spec& t, const trace_options& o = {}
   return detail::make_trace(t, o.batch_size, o.seed, t.name.empty() ? "table" : t.name);
 }
 
+namespace detail {
+
+// Appends one table's bags to a TBE trace being built (its offsets shifted
+// past the lookups already there); the closing offset is the caller's.
+inline void append_table(tbe_trace& out, const bag_trace& t) {
+  const auto base = static_cast<std::int64_t>(out.indices.size());
+  for (std::int64_t bag = 0; bag < out.batch_size; ++bag)
+    out.offsets.push_back(base + t.offsets[static_cast<std::size_t>(bag)]);
+  out.indices.insert(out.indices.end(), t.indices.begin(), t.indices.end());
+}
+
+}  // namespace detail
+
 // Calls fn(i, const bag_trace&) for table i, i = 0, 1, ...; one trace alive at
 // a time, so a pool of 856 tables at B = 65536 never holds more than its
 // largest table. Table i uses seed derive_seed(o.seed, i), as
@@ -145,12 +158,7 @@ inline tbe_trace generate_tbe_trace(std::span<const table_spec> tables,
   out.batch_size = o.batch_size;
   out.indices.reserve(total);
   out.offsets.reserve(tables.size() * b + 1);
-  for_each_trace(tables, o, [&](std::size_t, const bag_trace& t) {
-    const auto base = static_cast<std::int64_t>(out.indices.size());
-    for (std::size_t bag = 0; bag < b; ++bag)
-      out.offsets.push_back(base + t.offsets[bag]);
-    out.indices.insert(out.indices.end(), t.indices.begin(), t.indices.end());
-  });
+  for_each_trace(tables, o, [&](std::size_t, const bag_trace& t) { detail::append_table(out, t); });
   out.offsets.push_back(static_cast<std::int64_t>(out.indices.size()));
   return out;
 }
