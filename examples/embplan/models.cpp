@@ -191,6 +191,16 @@ void check_meter(const meter_args& m, bool dreamshard) {
                           "\"measured\" with --reference (the drift reference scales the CPU "
                           "meter)");
   }
+  if (m.batch != 0 && m.name != "measured") {
+    embplan::detail::fail("--meter", m.name,
+                          "\"measured\" with --meter-batch (the CPU meter's batch)");
+  }
+}
+
+std::int64_t measured_batch(const meter_args& m, const planning_model& pm) {
+  if (m.batch > 0) return m.batch;
+  if (pm.compute && pm.compute->metadata().meter == "cpu") return pm.compute->metadata().batch_size;
+  return embplan::bench::meter_options{}.batch_size;
 }
 
 meter_choice meter_of(const meter_args& m, const planning_model& pm, const program_meter* own) {
@@ -213,11 +223,15 @@ meter_choice meter_of(const meter_args& m, const planning_model& pm, const progr
   }
   if (m.name == "measured") {
     embplan::bench::cpu_meter_cost meter;
-    if (!m.reference && m.reference_ms == 0.0) return {any_meter(meter), measured_meter_text};
+    meter.options.batch_size = measured_batch(m, pm);
+    const std::string text = std::string(measured_meter_text) + "; " +
+                             std::to_string(meter.options.batch_size) +
+                             " bags per table per run, times scaled to the task's batch";
+    if (!m.reference && m.reference_ms == 0.0) return {any_meter(meter), text};
     meter.options.reference = true;
     meter.options.reference_ms =
         m.reference_ms > 0.0 ? m.reference_ms : embplan::bench::calibrate_reference(meter.options);
-    return {any_meter(meter), std::string(measured_meter_text) +
+    return {any_meter(meter), text +
                                   "; drift reference: times scaled to the machine state where "
                                   "the reference shard takes " +
                                   fixed(meter.options.reference_ms, 3) + " ms"};

@@ -172,6 +172,10 @@ struct meter_args {
   std::string name = "simulated";
   bool reference = false;    // the measured meter's drift reference
   double reference_ms = 0.;  // its time; 0: measured once before the first plan
+  // The measured meter's batch (bags per table per timed run); 0: the
+  // planning model's when a CPU meter measured its data, else the meter's
+  // default (models.cpp, measured_batch).
+  std::int64_t batch = 0;
   // A meter of the program's own (embplan_gpu: "cuda"), taken by --meter
   // besides the four above; empty: none (models.hpp, program_meter).
   std::string own{};
@@ -194,6 +198,11 @@ inline void add_meter_options(CLI::App* app, meter_args& m, bool dreamshard = fa
                   "--meter measured: the reference shard's time to scale to (implies "
                   "--reference; default: measured once at the start)",
                   0, 1e6);
+  add_int_option(app, "--meter-batch", m.batch,
+                 "--meter measured: bags per table per timed run (times scaled to the task's "
+                 "batch; default: the --model's batch when the CPU meter measured its data, "
+                 "so model and meter agree, else 4096)",
+                 1, std::int64_t{1} << 24);
 }
 
 // --quiet: no progress line (progress.hpp; shown only when stderr is a terminal).

@@ -170,8 +170,12 @@ int run_plan(const plan_args& a) {
   embplan::plan_cost cost;
 #if defined(EMBPLAN_WITH_MPI)
   if (mpi) {
-    cost = embplan::bench::mpi::measure_plan(MPI_COMM_WORLD, t, result.placement);
-    used_meter_text = measured_mpi_meter_text;
+    embplan::bench::mpi::plan_meter_options o;
+    o.compute.options.batch_size = measured_batch(a.meter, pm);
+    cost = embplan::bench::mpi::measure_plan(MPI_COMM_WORLD, t, result.placement, o);
+    used_meter_text = std::string(measured_mpi_meter_text) + "; " +
+                      std::to_string(o.compute.options.batch_size) +
+                      " bags per table per compute run";
     if (w.rank() != 0) return 0;
   } else {
     cost = embplan::evaluate(t, result.placement, meter);

@@ -288,12 +288,20 @@ TEST_CASE("collect compute --reference: every record scaled to one reference tim
   CHECK(ms[1] == ms[0]);
 }
 
-TEST_CASE("plan --meter measured --reference-ms: the plan measured on the scaled meter") {
-  const auto task = scratch() / "reference-plan-task.json";
+namespace {
+// Two small tables on two devices: quick to measure on the CPU meter.
+fs::path small_measured_task(const std::string& file) {
+  const auto task = scratch() / file;
   write(task, R"({"name": "two-devices", "batch_size": 256,
-                  "tables": [{"name": "a", "rows": 2000, "dim": 16, "pooling_factor": 4},
-                             {"name": "b", "rows": 3000, "dim": 32, "pooling_factor": 2}],
-                  "cluster": {"count": 2, "device": {"memory_gib": 1}}})");
+                "tables": [{"name": "a", "rows": 2000, "dim": 16, "pooling_factor": 4},
+                           {"name": "b", "rows": 3000, "dim": 32, "pooling_factor": 2}],
+                "cluster": {"count": 2, "device": {"memory_gib": 1}}})");
+  return task;
+}
+}  // namespace
+
+TEST_CASE("plan --meter measured --reference-ms: the plan measured on the scaled meter") {
+  const auto task = small_measured_task("reference-plan-task.json");
   const auto r = run("plan --task " + task.string() +
                      " --planner lookup_greedy --meter measured --reference-ms 1.5");
   INFO(r.err);
@@ -301,6 +309,34 @@ TEST_CASE("plan --meter measured --reference-ms: the plan measured on the scaled
   CHECK(r.out.find("drift reference") != std::string::npos);
   CHECK(r.out.find("takes 1.500 ms") != std::string::npos);
   CHECK(r.out.find("cost (max over devices)") != std::string::npos);
+}
+
+TEST_CASE("plan --meter measured: the meter's batch follows a CPU-meter model, or --meter-batch") {
+  const auto task = small_measured_task("meter-batch-task.json");
+  const std::string plan = "plan --task " + task.string() + " --planner lookup_greedy";
+  // The bundled CPU model learned the CPU meter at 1,024 bags per table.
+  auto r = run(plan + " --meter measured");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("batch 1024") != std::string::npos);  // the model's line
+  CHECK(r.out.find("; 1024 bags per table per run") != std::string::npos);
+  r = run(plan + " --meter measured --model none");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("; 4096 bags per table per run") != std::string::npos);
+  r = run(plan + " --meter measured --meter-batch 512");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("; 512 bags per table per run") != std::string::npos);
+  CHECK(r.out.find("cost (max over devices)") != std::string::npos);
+  r = run(plan + " --meter analytic --meter-batch 512");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("--meter") != std::string::npos);
+  CHECK(r.err.find("analytic") != std::string::npos);
+  CHECK(r.err.find("--meter-batch") != std::string::npos);
+  r = run(plan + " --meter measured --meter-batch 0");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--meter-batch") != std::string::npos);
+  CHECK(r.err.find("0") != std::string::npos);
 }
 
 TEST_CASE("--reference: bad input names the flag or field and the value") {
