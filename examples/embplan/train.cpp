@@ -110,6 +110,7 @@ int run_train_dreamshard(const train_args& a, const world& w) {
   if (a.max_grad_norm >= 0.0) o.max_grad_norm = a.max_grad_norm;
   if (a.entropy >= 0.0) o.entropy_weight = a.entropy;
   if (a.cost_batch > 0) o.cost_batch = a.cost_batch;
+  o.head_init = rl::parse_policy_head_init(a.head_init, "--policy-head-init");
   // Every option checked before the first line of output.
   if (a.tasks.empty()) embplan::detail::fail("--tasks", "(none)", "a tasks file for dreamshard");
   if (!a.data.empty()) {
@@ -459,6 +460,11 @@ command add_train(CLI::App& app) {
                   "clip each update's gradient to this global norm (0: no clipping; dreamshard "
                   "default 0, autoshard 40)",
                   0, 1e9);
+  sub->add_option("--policy-head-init", a->head_init,
+                  "dreamshard: how the policy's scoring head starts: zero (embplan's: the "
+                  "untrained policy places uniformly at random) | torch (PyTorch's default, the "
+                  "authors': can pile every table onto one device and not recover)")
+      ->capture_default_str();
   auto& x = a->autoshard;
   add_int_option(sub, "--updates", x.updates, "autoshard: learner updates", 1, 10000000)
       ->capture_default_str();

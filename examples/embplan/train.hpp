@@ -41,7 +41,8 @@ struct train_args {
   double lr = -1.0;
   double max_grad_norm = -1.0;
   double entropy = -1.0;
-  std::int64_t cost_batch = 0;  // 0: the kind's
+  std::int64_t cost_batch = 0;     // 0: the kind's
+  std::string head_init = "zero";  // dreamshard: zero | torch (rl::policy_head_init)
   // autoshard
   embplan::rl::autoshard_train_options autoshard{};
 };

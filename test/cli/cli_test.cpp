@@ -1328,6 +1328,7 @@ TEST_CASE("train dreamshard writes a policy that plan --planner dreamshard --pol
   CHECK(md.at("embplan.hp.iterations") == "2");
   CHECK(md.at("embplan.hp.seed") == "7");
   CHECK(md.at("embplan.hp.episodes") == "3");
+  CHECK(md.at("embplan.hp.head_init") == "zero");
   const std::string curve = md.at("embplan.learning_curve");
   CHECK(std::count(curve.begin(), curve.end(), ',') == 1);  // one entry per iteration
 
@@ -1399,6 +1400,8 @@ TEST_CASE("train dreamshard and --policy: bad input names the flag or field and 
                 {"--tasks", "/nonexistent/tasks.json"});
   check_refused("train dreamshard --tasks " + tasks + " --meter gpu --out " + out,
                 {"--meter", "gpu"});
+  check_refused("train dreamshard --tasks " + tasks + " --policy-head-init xavier --out " + out,
+                {"--policy-head-init", "xavier"});
 
   // Mixed device counts: one policy per device count.
   const auto two = scratch() / "dreamshard-2dev.json";

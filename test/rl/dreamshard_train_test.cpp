@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "embplan/constraint/memory_capacity.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/random.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/io/safetensors.hpp"
 #include "embplan/nn/module.hpp"
@@ -351,6 +353,93 @@ TEST_CASE("training on a toy task with a known cost improves the measured cost")
   std::filesystem::remove(path);
 }
 
+TEST_CASE("the policy head starts at zero: the untrained policy places like random, not piled") {
+  const auto torch_start = [] {
+    auto o = tiny;
+    o.head_init = rl::policy_head_init::torch;
+    return o;
+  }();
+  const auto zero = rl::dreamshard_train_start(tiny);
+  const auto torch = rl::dreamshard_train_start(torch_start);
+  CHECK(tiny.head_init == rl::policy_head_init::zero);  // the default
+  CHECK(zero.model.policy_net.weight.isZero(0.0f));
+  CHECK(zero.model.policy_net.bias.isZero(0.0f));
+  // torch: PyTorch's init, the authors' Model; the rest of the model is that in both.
+  const auto made = nn::make_dreamshard_model(21, 4, embplan::derive_seed(tiny.seed, 0));
+  CHECK(torch.model.policy_net.weight == made.policy_net.weight);
+  CHECK(torch.model.policy_net.bias == made.policy_net.bias);
+  CHECK_FALSE(torch.model.policy_net.weight.isZero(0.0f));
+  auto head_zeroed = torch.model;
+  head_zeroed.policy_net.weight.setZero();
+  head_zeroed.policy_net.bias.setZero();
+  CHECK(same_model(head_zeroed, zero.model));
+
+  // 40 tables on 4 devices with memory to spare: the first iteration's 10
+  // placements are the untrained policy's. Against uniformly random
+  // placements of the same tasks: with the zero head the policy IS uniform
+  // over the legal devices; PyTorch's head scores a device by a random
+  // projection of the sum of its tables' latents, and for some seeds that
+  // piles tables onto the device that got the first one.
+  std::vector<embplan::task> tasks;
+  for (std::uint64_t i = 0; i < 4; ++i)
+    tasks.push_back(embplan_test::search_task(200 + i, 40, 4, std::uint64_t{64} << 30));
+  embplan::rng gen(7);
+  double random_ms = 0.0;
+  constexpr int draws = 200;
+  for (int k = 0; k < draws; ++k) {
+    const auto& t = tasks[static_cast<std::size_t>(k) % tasks.size()];
+    embplan::plan p;
+    for (std::uint32_t i = 0; i < t.tables.size(); ++i)
+      p.shards.push_back(embplan::whole_table(t, i, gen() % 4));
+    random_ms += fake_meter{}(t, p).overall_ms / draws;
+  }
+  double worst_zero = 0.0;
+  double worst_torch = 0.0;
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    rl::dreamshard_train_options o{.iterations = 1,
+                                   .collect = 10,
+                                   .cost_steps = 1,
+                                   .cost_batch = 8,
+                                   .rl_steps = 1,
+                                   .episodes = 1,
+                                   .seed = seed};
+    worst_zero = std::max(worst_zero, train(tasks, o).learning_curve.at(0));
+    o.head_init = rl::policy_head_init::torch;
+    worst_torch = std::max(worst_torch, train(tasks, o).learning_curve.at(0));
+  }
+  MESSAGE("untrained policy, worst of 4 seeds (mean ms of 10 placements): zero head ", worst_zero,
+          ", PyTorch's head ", worst_torch, "; uniformly random placements ", random_ms);
+  CHECK(worst_zero < 1.3 * random_ms);
+  CHECK(worst_torch > 2.0 * random_ms);
+}
+
+TEST_CASE("a checkpoint keeps the head's init; one from before the option resumes as torch") {
+  const auto tasks = small_tasks();
+  auto o = tiny;
+  o.head_init = rl::policy_head_init::torch;
+  auto st = rl::dreamshard_train_start(o);
+  rl::dreamshard_train(std::span<const embplan::task>(tasks), fake_meter{}, o, st,
+                       embplan::memory_capacity{}, {}, 1);
+  const auto path = std::filesystem::temp_directory_path() / "embplan_mdp_head.safetensors";
+  rl::save_checkpoint(path, st, o);
+  CHECK(rl::load_checkpoint(path, o).iteration == 1);
+  auto msg = message_of([&] { rl::load_checkpoint(path, tiny); });
+  CHECK(msg.find("metadata.embplan.train.head_init") != std::string::npos);
+  INFO(msg);
+  CHECK(msg.find("= \"torch\"") != std::string::npos);
+  CHECK(msg.find("\"zero\"") != std::string::npos);
+  // Without the entry (a file written before the option): PyTorch's init.
+  auto file = embplan::io::read_safetensors(path);
+  REQUIRE(file.metadata.erase("embplan.train.head_init") == 1);
+  embplan::io::write_safetensors(path, file);
+  CHECK(same_model(rl::load_checkpoint(path, o).model, st.model));
+  msg = message_of([&] { rl::load_checkpoint(path, tiny); });
+  CHECK(msg.find("metadata.embplan.train.head_init") != std::string::npos);
+  CHECK(rl::dreamshard_trained_policy(st, tiny).metadata().hyperparameters.at("policy_head_init") ==
+        "zero");
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("hyperparameters <= 0 and other bad input: the message names the field and the value") {
   const auto tasks = small_tasks();
   const auto check = [&](rl::dreamshard_train_options o, const std::string& field,
@@ -394,6 +483,9 @@ TEST_CASE("hyperparameters <= 0 and other bad input: the message names the field
   o = tiny;
   o.max_grad_norm = -1.0;
   check(o, "max_grad_norm", "-1");
+  o = tiny;
+  o.head_init = static_cast<rl::policy_head_init>(7);
+  check(o, "head_init", "7");
 
   SUBCASE("no tasks") {
     auto st = rl::dreamshard_train_start(tiny);

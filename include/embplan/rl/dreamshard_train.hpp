@@ -39,7 +39,10 @@
 //    own loss; not what the authors' torch did.)
 //  - Sampling uses embplan's rng (ragged_sample), seeded: iteration i draws
 //    from rng(derive_seed(seed, i + 1)); the model starts from PyTorch's
-//    default init on rng(derive_seed(seed, 0)). Same seed, same policy, bit
+//    default init on rng(derive_seed(seed, 0)), the policy head then zeroed
+//    unless head_init is torch (policy_head_init: embplan's default, not the
+//    authors'; it keeps the untrained policy from piling every table on one
+//    device). Same seed, same policy, bit
 //    for bit (single-threaded; no global state).
 //
 // Resuming: dreamshard_train_state is everything a run carries between
@@ -93,6 +96,34 @@
 namespace embplan::inline EMBPLAN_ABI::rl {
 
 // Paper defaults (App. B.4.2; the authors' train.py).
+// How the policy head (policy_net: the linear layer that scores each device
+// from its table and cost latents) starts. The rest of the model starts as
+// PyTorch's default initialisation either way.
+//  - zero (the default, embplan's): weights and bias 0, so the untrained
+//    policy picks uniformly among the legal devices — a random placement —
+//    and REINFORCE moves it from there (the head's gradient is not 0: the
+//    devices' latents differ).
+//  - torch: PyTorch's default, as the authors' Model. The untrained policy
+//    then scores a device by a random projection of the SUM of its tables'
+//    latents (non-negative after ReLU), which grows with the tables it holds;
+//    where the projection favours the fuller device, every table goes to the
+//    first device that got one. Its episodes are then all alike, the
+//    normalised rewards carry no signal, and Algorithm 1 does not recover:
+//    on DLRM-100 (4) (analytic meter, 50 train / 50 test tasks) seeds 0 / 1 / 2
+//    placed test tasks at 210.4 / 61.8 / 63.5 ms (random 78.8), against
+//    61.2 / 61.8 / 61.1 ms with zero; on DLRM-20 (4) and DLRM-60 (4) both
+//    inits came out alike (README, "DreamShard").
+enum class policy_head_init : std::uint8_t { zero, torch };
+
+inline std::string_view to_string(policy_head_init h) {
+  return h == policy_head_init::zero ? "zero" : "torch";
+}
+inline policy_head_init parse_policy_head_init(std::string_view s, std::string_view field) {
+  if (s == "zero") return policy_head_init::zero;
+  if (s == "torch") return policy_head_init::torch;
+  embplan::detail::fail(field, s, "\"zero\" or \"torch\"");
+}
+
 struct dreamshard_train_options {
   std::int64_t iterations = 10;
   std::int64_t collect = 10;      // N_collect: placements measured per iteration
@@ -104,6 +135,7 @@ struct dreamshard_train_options {
   double entropy_weight = 0.001;  // >= 0
   double max_grad_norm = 0.0;     // 0: no clipping (the authors'); else clip_grad_norm_
   std::uint64_t seed = 0;
+  policy_head_init head_init = policy_head_init::zero;
 };
 
 // What a Meter returns for one placement: per device (forward, communication,
@@ -193,6 +225,10 @@ inline void mdp_require_options(const dreamshard_train_options& o) {
   if (!(o.max_grad_norm >= 0.0) || !std::isfinite(o.max_grad_norm)) {
     embplan::detail::fail("dreamshard_train_options.max_grad_norm", o.max_grad_norm,
                           "a finite number >= 0 (0: no clipping)");
+  }
+  if (o.head_init != policy_head_init::zero && o.head_init != policy_head_init::torch) {
+    embplan::detail::fail("dreamshard_train_options.head_init", static_cast<int>(o.head_init),
+                          "policy_head_init::zero or policy_head_init::torch");
   }
 }
 
@@ -371,6 +407,10 @@ inline dreamshard_train_state dreamshard_train_start(const dreamshard_train_opti
   detail::mdp_require_options(o);
   dreamshard_train_state st;
   st.model = nn::make_dreamshard_model(21, 4, derive_seed(o.seed, 0));
+  if (o.head_init == policy_head_init::zero) {
+    st.model.policy_net.weight.setZero();
+    st.model.policy_net.bias.setZero();
+  }
   st.optimizer = nn::adam(nn::adam_options{.lr = o.lr});
   return st;
 }
@@ -532,6 +572,7 @@ inline std::map<std::string, std::string> dreamshard_hyperparameters(
   hp["entropy_weight"] = detail::mdp_number_text(o.entropy_weight);
   hp["max_grad_norm"] = detail::mdp_number_text(o.max_grad_norm);
   hp["seed"] = std::to_string(o.seed);
+  hp["head_init"] = std::string(to_string(o.head_init));
   return hp;
 }
 
@@ -595,10 +636,15 @@ inline dreamshard_train_state load_checkpoint(const std::filesystem::path& path,
   st.iteration = cost::detail::parse_number<std::int64_t>(
       get("iterations_done"), source + ": metadata.embplan.train.iterations_done");
   const auto expected = dreamshard_hyperparameters(o, st.iteration);
+  const std::string torch_head(to_string(policy_head_init::torch));
   for (const auto& [k, v] : expected) {
     if (k == "iterations_done") continue;
-    if (get(k) != v) {
-      embplan::detail::fail(source + ": metadata.embplan.train." + k, get(k),
+    // Checkpoints from before the option started the head as PyTorch does.
+    const auto it = file.metadata.find("embplan.train." + k);
+    const std::string& got =
+        k == "head_init" && it == file.metadata.end() ? torch_head : get(k);
+    if (got != v) {
+      embplan::detail::fail(source + ": metadata.embplan.train." + k, got,
                             "\"" + v + "\", as dreamshard_train_options." + k + " now");
     }
   }
