@@ -32,6 +32,8 @@ command add_collect(CLI::App& app);
 command add_skew(CLI::App& app);
 command add_size(CLI::App& app);
 command add_observe(CLI::App& app);
-command add_train(CLI::App& app);
+// `own`: as for compare; train dreamshard|autoshard then take --meter own->name
+// too (embplan_gpu: cuda), and it is their default meter.
+command add_train(CLI::App& app, std::shared_ptr<const program_meter> own = nullptr);
 
 }  // namespace embplan_cli

@@ -173,14 +173,14 @@ struct program_meter {
   bool measures = true;  // times plans (--rounds applies) rather than models them
 };
 
-// --meter dreamshard needs pm.policy (load_policy first); --meter own->name
-// is `own`'s.
 // The measured meter's batch: --meter-batch, else the planning model's batch
 // when the CPU meter measured its data (so a plan's measured and simulated
 // costs are at one batch: per-bag CPU cost is not the same at 1,024 and
 // 4,096 bags), else the CPU meter's default (4,096).
 std::int64_t measured_batch(const meter_args& m, const planning_model& pm);
 
+// --meter dreamshard needs pm.policy (load_policy first); --meter own->name
+// is `own`'s.
 meter_choice meter_of(const meter_args& m, const planning_model& pm,
                       const program_meter* own = nullptr);
 

@@ -91,6 +91,41 @@ std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
       embplan::data::to_string(embplan::data::half_holding(seen, pool.size(), split_seed)));
 }
 
+void check_training_meter(const train_args& a, std::string_view kind) {
+  const bool own = a.own && a.meter == a.own->name;
+  if (a.meter != "cpu" && a.meter != "analytic" && !own) {
+    embplan::detail::fail("--meter", a.meter,
+                          a.own ? "\"cpu\", \"analytic\" or \"" + a.own->name + "\""
+                                : std::string("\"cpu\" or \"analytic\""));
+  }
+  if (own && (a.reference || a.reference_ms > 0.0)) {
+    embplan::detail::fail("--reference", true,
+                          "only with --meter cpu (the drift reference scales the CPU meter)");
+  }
+  if (own && kind == "autoshard" && a.autoshard.actors > 1) {
+    embplan::detail::fail("--actors", a.autoshard.actors,
+                          "1 with --meter " + a.own->name + " (it measures one plan at a time)");
+  }
+  meter_args m;
+  m.name = a.meter == "cpu" ? "measured" : "analytic";
+  m.reference = a.reference;
+  m.reference_ms = a.reference_ms;
+  if (!own) check_meter(m);
+}
+
+meter_choice training_meter(const train_args& a) {
+  if (a.own && a.meter == a.own->name) {
+    if (!a.own->make) embplan::detail::fail("--meter", a.meter, "a meter this program has");
+    return a.own->make();
+  }
+  // --meter cpu: compare's measured meter (models.cpp), drift reference included.
+  meter_args m;
+  m.name = a.meter == "cpu" ? "measured" : "analytic";
+  m.reference = a.reference;
+  m.reference_ms = a.reference_ms;
+  return meter_of(m, planning_model{});
+}
+
 namespace {
 
 constexpr const char* dreamshard_comm_text =
@@ -116,9 +151,7 @@ int run_train_dreamshard(const train_args& a, const world& w) {
   if (!a.data.empty()) {
     embplan::detail::fail("--data", a.data, "no --data for dreamshard (it takes --tasks)");
   }
-  if (a.meter != "cpu" && a.meter != "analytic") {
-    embplan::detail::fail("--meter", a.meter, "\"cpu\" or \"analytic\"");
-  }
+  check_training_meter(a, "dreamshard");
   if (!(o.lr > 0.0)) embplan::detail::fail("--lr", o.lr, "a learning rate > 0");
   check_output_path("--checkpoint", a.checkpoint);
   if (!a.resume.empty() && !std::filesystem::exists(a.resume)) {
@@ -142,14 +175,8 @@ int run_train_dreamshard(const train_args& a, const world& w) {
                             "one device per MPI rank (" + std::to_string(w.size()) + " ranks)");
     }
   }
-  // --meter cpu: compare's measured meter (models.cpp), drift reference included.
-  meter_args m;
-  m.name = a.meter == "cpu" ? "measured" : "analytic";
-  m.reference = a.reference;
-  m.reference_ms = a.reference_ms;
-  check_meter(m);
   auto state = a.resume.empty() ? rl::dreamshard_train_start(o) : rl::load_checkpoint(a.resume, o);
-  const auto chosen = meter_of(m, planning_model{});
+  const auto chosen = training_meter(a);
   const auto& meter = chosen.meter;
   const std::string meter_text = mpi ? dreamshard_mpi_meter_text : chosen.text;
   const std::string comm_text = mpi ? dreamshard_mpi_comm_text : dreamshard_comm_text;
@@ -379,8 +406,10 @@ int run_train(const train_args& a) {
 
 }  // namespace
 
-command add_train(CLI::App& app) {
+command add_train(CLI::App& app, std::shared_ptr<const program_meter> own) {
   auto a = std::make_shared<train_args>();
+  a->own = own;
+  if (own) a->meter = own->name;
   auto* sub = app.add_subcommand(
       "train",
       "Train the compute- or communication-cost models on `collect` records (NeuroShard §3.2), "
@@ -418,10 +447,11 @@ command add_train(CLI::App& app) {
   auto& o = a->rl;
   sub->add_option("--meter", a->meter,
                   "dreamshard, autoshard: what measures the collected placements: cpu (compute "
-                  "measured on this CPU; slow) | analytic (the analytic model; fast). "
-                  "dreamshard: communication is the analytic all-to-all, or measured under mpirun "
-                  "-np <devices> with cpu; autoshard: under mpirun the ranks are actors, each "
-                  "measuring its episodes")
+                  "measured on this CPU; slow) | analytic (the analytic model; fast)" +
+                      (own ? " | " + own->name + " (" + own->help + ")" : std::string()) +
+                      ". dreamshard: communication is the analytic all-to-all, or measured under "
+                      "mpirun -np <devices> with cpu; autoshard: under mpirun the ranks are "
+                      "actors, each measuring its episodes")
       ->capture_default_str();
   sub->add_flag("--reference", a->reference,
                 "--meter cpu: pair every timed run with a fixed reference shard and "

@@ -2,14 +2,17 @@
 // `embplan train`'s options (train.cpp) and the AutoShard kind, which has a
 // translation unit of its own (train_autoshard.cpp).
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/rl/autoshard_train.hpp"
 #include "embplan/rl/dreamshard_train.hpp"
+#include "models.hpp"
 
 namespace embplan_cli {
 
@@ -45,6 +48,8 @@ struct train_args {
   std::string head_init = "zero";  // dreamshard: zero | torch (rl::policy_head_init)
   // autoshard
   embplan::rl::autoshard_train_options autoshard{};
+  // The program's own meter (embplan_gpu: cuda), which --meter also takes; null: none.
+  std::shared_ptr<const program_meter> own{};
 };
 
 // The tasks of `train dreamshard|autoshard`: every dim a multiple of 4 (the
@@ -56,6 +61,15 @@ std::vector<embplan::task> load_training_tasks(const std::string& path, bool one
 // all of them are in one half or a name is not in the pool.
 std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
                                std::span<const embplan::table_spec> pool, std::uint64_t split_seed);
+
+// The meter train dreamshard|autoshard measure placements with: cpu
+// (compare's measured meter, its drift reference included), analytic, or the
+// program's own (`own`; embplan_gpu: cuda, no drift reference). `kind` names
+// the command in messages. check_training_meter checks --meter and the
+// reference flags against it; training_meter makes it (the own meter's
+// factory may throw where it cannot run, e.g. no GPU).
+void check_training_meter(const train_args& a, std::string_view kind);
+meter_choice training_meter(const train_args& a);
 
 // `embplan train autoshard` (train_autoshard.cpp).
 int run_train_autoshard(const train_args& a, const world& w);

@@ -47,9 +47,7 @@ int run_train_autoshard(const train_args& a, const world& w) {
   if (!a.data.empty()) {
     embplan::detail::fail("--data", a.data, "no --data for autoshard (it takes --tasks)");
   }
-  if (a.meter != "cpu" && a.meter != "analytic") {
-    embplan::detail::fail("--meter", a.meter, "\"cpu\" or \"analytic\"");
-  }
+  check_training_meter(a, "autoshard");
   if (!(o.learning_rate > 0.0)) {
     embplan::detail::fail("--lr", o.learning_rate, "a learning rate > 0");
   }
@@ -59,14 +57,9 @@ int run_train_autoshard(const train_args& a, const world& w) {
   }
   const auto tasks = load_training_tasks(a.tasks, /*one_device_count=*/false);
   const auto pool = load_pool(a.pool);
-  meter_args m;
-  m.name = a.meter == "cpu" ? "measured" : "analytic";
-  m.reference = a.reference;
-  m.reference_ms = a.reference_ms;
-  check_meter(m);
   auto state =
       a.resume.empty() ? rl::autoshard_initial_state(tasks, o) : rl::load_checkpoint(a.resume, o);
-  const auto chosen = meter_of(m, planning_model{});
+  const auto chosen = training_meter(a);
   const auto& meter = chosen.meter;
   const bool mpi = w.size() > 1;
   rl::autoshard_player player;

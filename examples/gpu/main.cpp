@@ -5,6 +5,7 @@
 //   embplan_gpu observe                          # the three cost observations
 //   embplan_gpu collect --samples 1000 --out gpu_compute.jsonl
 //   embplan_gpu compare --devices 4 --max-dim 32 --count 50 --planners ...
+//   embplan_gpu train dreamshard --tasks train_tasks.json --out policy.safetensors
 //
 // `collect` writes compute records as `embplan collect compute` does (meter
 // "cuda"), so `embplan train compute --data gpu_compute.jsonl` trains on them.
@@ -13,6 +14,9 @@
 // communication from the analytic all-to-all (gpu_meter_cost.hpp), and
 // NeuroShard's planners plan on the bundled GPU-meter model
 // (data/cost/gpu_compute_model.safetensors) unless --model says otherwise.
+// `train` is `embplan train`; its dreamshard and autoshard kinds measure the
+// placements they collect on the GPU meter (--meter cuda, the default;
+// communication from the analytic all-to-all), so a policy learns the GPU.
 // Without a CUDA device each prints why and exits 77 (ctest: skipped); compare
 // on another meter runs anyway.
 #include <CLI/CLI.hpp>
@@ -96,11 +100,15 @@ int main(int argc, char** argv) {
   };
   const auto compare = embplan_cli::add_compare(app, own);
   embplan_cli::add_protocol_options(compare.app, warmup, runs, drop);
+  // train: the CLI's, with the GPU meter as the default meter of dreamshard
+  // and autoshard (compute and comm train on records, as `embplan train`).
+  const auto train = embplan_cli::add_train(app, own);
+  embplan_cli::add_protocol_options(train.app, warmup, runs, drop);
 
   CLI11_PARSE(app, argc, argv);
-  if (*compare.app) {
+  if (*compare.app || *train.app) {
     try {
-      return compare.run();
+      return *compare.app ? compare.run() : train.run();
     } catch (const no_device& e) {
       std::cout << "SKIPPED: no CUDA device (" << e.why << ")\n";
       return 77;
