@@ -633,3 +633,63 @@ TEST_CASE("column beam: the plan's shards come by (table, first column, first ro
   }
   CHECK(split > 0);  // some plans hold split tables
 }
+
+// column_beam prices a repeated child state once (price_children), relying on
+// this: the engine's outcome depends on the set of pieces, not their order.
+TEST_CASE("grid engine: a state's outcome does not depend on the order of its pieces") {
+  const auto& model = learned();
+  int compared = 0;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    CAPTURE(seed);
+    const auto t = embplan_test::search_task(seed, 12 + 6 * seed, 2 + seed % 4);
+    search::detail::cost_cache cache;
+    const default_constraint rule;  // the engine keeps a reference
+    grid_engine<neural_cost, default_constraint, neg_max_cost_reward> engine(t, model, rule, cache);
+    const auto state = as_beam_state(random_pieces(t, seed, 6), engine);
+    auto shuffled = state;
+    rng gen(seed + 11);
+    for (std::size_t i = shuffled.size(); i > 1; --i)
+      std::swap(shuffled[i - 1], shuffled[static_cast<std::size_t>(gen() % i)]);
+    const auto a = engine.run(state, 11, false);
+    const auto b = engine.run(shuffled, 11, false);
+    REQUIRE(a.ok == b.ok);
+    if (!a.ok) continue;
+    ++compared;
+    CHECK(std::bit_cast<std::uint64_t>(a.cost_ms) == std::bit_cast<std::uint64_t>(b.cost_ms));
+    CHECK(a.bound == b.bound);
+    // The same device per piece, pieces matched by place_order.
+    const auto ao = search::detail::place_order(state);
+    const auto bo = search::detail::place_order(shuffled);
+    REQUIRE(search::detail::same_pieces(state, ao, shuffled, bo));
+    for (std::size_t r = 0; r < ao.size(); ++r)
+      CHECK(a.device[ao[r]] == b.device[bo[r]]);
+  }
+  CHECK(compared >= 4);
+}
+
+TEST_CASE("column beam: same_pieces tells states apart by table, columns and rows") {
+  const auto t = embplan_test::search_task(3, 6, 2);
+  const auto pieces = random_pieces(t, 3, 3);
+  auto reversed = pieces;
+  std::reverse(reversed.begin(), reversed.end());
+  const auto po = search::detail::place_order(pieces);
+  CHECK(search::detail::same_pieces(pieces, po, reversed, search::detail::place_order(reversed)));
+  // place_order sorts by (table, first column, first row).
+  for (std::size_t r = 1; r < po.size(); ++r) {
+    const auto& x = pieces[po[r - 1]].s;
+    const auto& y = pieces[po[r]].s;
+    CHECK(std::tie(x.table, x.col_begin, x.row_begin) <
+          std::tie(y.table, y.col_begin, y.row_begin));
+  }
+  // Another split of the same table: same widths elsewhere, other columns.
+  auto other = pieces;
+  const auto at = std::find_if(other.begin(), other.end(),
+                               [](const piece& p) { return p.s.cols() < 0 || p.s.col_begin > 0; });
+  REQUIRE(at != other.end());
+  at->s.col_begin -= 4;
+  at->s.col_end -= 4;
+  CHECK_FALSE(search::detail::same_pieces(pieces, po, other, search::detail::place_order(other)));
+  auto fewer = pieces;
+  fewer.pop_back();
+  CHECK_FALSE(search::detail::same_pieces(pieces, po, fewer, search::detail::place_order(fewer)));
+}

@@ -107,6 +107,36 @@ inline std::vector<std::tuple<std::uint32_t, std::int32_t, std::int64_t, std::in
   return out;
 }
 
+// The places of `pieces` ordered by (table, first column, first row), which
+// is unique within a state.
+inline std::vector<std::size_t> place_order(const std::vector<piece>& pieces) {
+  std::vector<std::size_t> out(pieces.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = i;
+  std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
+    const shard& x = pieces[a].s;
+    const shard& y = pieces[b].s;
+    return std::tie(x.table, x.col_begin, x.row_begin) <
+           std::tie(y.table, y.col_begin, y.row_begin);
+  });
+  return out;
+}
+
+// Whether two states hold the same pieces (table, columns and rows exactly),
+// each given with its place_order.
+inline bool same_pieces(const std::vector<piece>& a, const std::vector<std::size_t>& a_order,
+                        const std::vector<piece>& b, const std::vector<std::size_t>& b_order) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t r = 0; r < a.size(); ++r) {
+    const shard& x = a[a_order[r]].s;
+    const shard& y = b[b_order[r]].s;
+    if (std::tie(x.table, x.col_begin, x.col_end, x.row_begin, x.row_end) !=
+        std::tie(y.table, y.col_begin, y.col_end, y.row_begin, y.row_end))
+      return false;
+  }
+  return true;
+}
+
 // np.argpartition(values, kth) as NumPy 1.24 computes it for float64
 // (introselect: median-of-3 pivots, an O(n kth) selection for kth < 3, a max
 // scan for kth = n - 1): the permutation of 0 .. n-1 it returns, so that where
@@ -441,18 +471,63 @@ struct column_beam {
   // workers' (one std::thread each for the step), children taken in turn from
   // a shared counter. A child's result depends on its pieces only (the caches
   // hold exact figures), so the split of the work changes nothing.
+  //
+  // Children of the same pieces are searched once. A grid search's outcome
+  // depends on the set of its pieces, not on their order (the engine sorts
+  // them by a key unique within a state: cost, bytes, table, first column,
+  // first row), so a repeat takes the first one's outcome, its devices mapped
+  // piece by piece — the same outcome as searching it again, bit for bit. The
+  // faithful mode keeps duplicate states (the authors' beam does; 41 % of the
+  // children of the 30 parity tasks are one), and two parents can split into
+  // the same state in either mode.
   template <class Engine, class Worker>
   void price_children(std::vector<search::detail::beam_state>& children, Engine& engine,
                       const std::vector<std::unique_ptr<Worker>>& workers,
                       const search::detail::grid_rules& rules) const {
+    const std::size_t n = children.size();
+    std::vector<std::size_t> first(n);               // the child whose search child i takes
+    std::vector<std::size_t> todo;                   // the children searched
+    std::vector<std::vector<std::size_t>> order(n);  // pieces by (table, columns, rows)
+    const auto by_place = [&](std::size_t c) -> const std::vector<std::size_t>& {
+      auto& o = order[c];
+      if (o.empty()) o = search::detail::place_order(children[c].pieces);
+      return o;
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+      first[i] = i;
+      for (const std::size_t j : todo) {
+        if (children[j].key != children[i].key ||
+            children[j].pieces.size() != children[i].pieces.size() ||
+            !search::detail::same_pieces(children[j].pieces, by_place(j), children[i].pieces,
+                                         by_place(i)))
+          continue;
+        first[i] = j;
+        break;
+      }
+      if (first[i] == i) todo.push_back(i);
+    }
     std::atomic<std::size_t> next{0};
     const auto work = [&](auto& e) {
-      for (std::size_t i = next++; i < children.size(); i = next++)
-        children[i].result = e.run(children[i].pieces, grid, false, rules);
+      for (std::size_t k = next++; k < todo.size(); k = next++)
+        children[todo[k]].result = e.run(children[todo[k]].pieces, grid, false, rules);
     };
-    const std::size_t helpers = std::min(workers.size(), children.size() - 1);
+    const auto copy_repeats = [&] {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (first[i] == i) continue;
+        const auto& from = children[first[i]];
+        auto& to = children[i];
+        to.result = from.result;
+        if (!from.result.ok) continue;  // no devices to map
+        const auto& fo = by_place(first[i]);
+        const auto& to_order = by_place(i);
+        for (std::size_t r = 0; r < fo.size(); ++r)
+          to.result.device[to_order[r]] = from.result.device[fo[r]];
+      }
+    };
+    const std::size_t helpers = std::min(workers.size(), todo.size() - 1);
     if (helpers == 0) {
       work(engine);
+      copy_repeats();
       return;
     }
     std::vector<std::exception_ptr> errors(helpers + 1);
@@ -478,6 +553,7 @@ struct column_beam {
     }  // joins
     for (const auto& e : errors)
       if (e) std::rethrow_exception(e);
+    copy_repeats();
   }
 
   static std::uint64_t largest_bytes(const std::vector<search::detail::piece>& ps) {
