@@ -42,8 +42,8 @@
 //    default init on rng(derive_seed(seed, 0)), the policy head then zeroed
 //    unless head_init is torch (policy_head_init: embplan's default, not the
 //    authors'; it keeps the untrained policy from piling every table on one
-//    device). Same seed, same policy, bit
-//    for bit (single-threaded; no global state).
+//    device). Same seed, same policy, bit for bit (single-threaded; no
+//    global state).
 //
 // Resuming: dreamshard_train_state is everything a run carries between
 // iterations (model, Adam moments and step counts, iterations done, buffer,
@@ -95,7 +95,6 @@
 
 namespace embplan::inline EMBPLAN_ABI::rl {
 
-// Paper defaults (App. B.4.2; the authors' train.py).
 // How the policy head (policy_net: the linear layer that scores each device
 // from its table and cost latents) starts. The rest of the model starts as
 // PyTorch's default initialisation either way.
@@ -111,8 +110,9 @@ namespace embplan::inline EMBPLAN_ABI::rl {
 //    normalised rewards carry no signal, and Algorithm 1 does not recover:
 //    on DLRM-100 (4) (analytic meter, 50 train / 50 test tasks) seeds 0 / 1 / 2
 //    placed test tasks at 210.4 / 61.8 / 63.5 ms (random 78.8), against
-//    61.2 / 61.8 / 61.1 ms with zero; on DLRM-20 (4) and DLRM-60 (4) both
-//    inits came out alike (README, "DreamShard").
+//    61.2 / 61.8 / 61.1 ms with zero; on DLRM-20 (4), DLRM-60 (4) and
+//    DLRM-200 (8) the two came out alike, on DLRM-40 (8) two zero-head
+//    policies of three 7-14 % worse (README, "How DreamShard does here").
 enum class policy_head_init : std::uint8_t { zero, torch };
 
 inline std::string_view to_string(policy_head_init h) {
@@ -124,6 +124,7 @@ inline policy_head_init parse_policy_head_init(std::string_view s, std::string_v
   embplan::detail::fail(field, s, "\"zero\" or \"torch\"");
 }
 
+// Paper defaults (App. B.4.2; the authors' train.py), but for head_init.
 struct dreamshard_train_options {
   std::int64_t iterations = 10;
   std::int64_t collect = 10;      // N_collect: placements measured per iteration
@@ -641,8 +642,7 @@ inline dreamshard_train_state load_checkpoint(const std::filesystem::path& path,
     if (k == "iterations_done") continue;
     // Checkpoints from before the option started the head as PyTorch does.
     const auto it = file.metadata.find("embplan.train." + k);
-    const std::string& got =
-        k == "head_init" && it == file.metadata.end() ? torch_head : get(k);
+    const std::string& got = k == "head_init" && it == file.metadata.end() ? torch_head : get(k);
     if (got != v) {
       embplan::detail::fail(source + ": metadata.embplan.train." + k, got,
                             "\"" + v + "\", as dreamshard_train_options." + k + " now");
