@@ -435,7 +435,7 @@ TEST_CASE("a checkpoint keeps the head's init; one from before the option resume
   CHECK(same_model(rl::load_checkpoint(path, o).model, st.model));
   msg = message_of([&] { rl::load_checkpoint(path, tiny); });
   CHECK(msg.find("metadata.embplan.train.head_init") != std::string::npos);
-  CHECK(rl::dreamshard_trained_policy(st, tiny).metadata().hyperparameters.at("policy_head_init") ==
+  CHECK(rl::dreamshard_trained_policy(st, tiny).metadata().hyperparameters.at("head_init") ==
         "zero");
   std::filesystem::remove(path);
 }
