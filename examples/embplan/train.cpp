@@ -91,6 +91,20 @@ std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
       embplan::data::to_string(embplan::data::half_holding(seen, pool.size(), split_seed)));
 }
 
+namespace {
+
+// --meter cpu|analytic as compare's meter: cpu is its measured meter (models.cpp),
+// drift reference included.
+meter_args library_meter_args(const train_args& a) {
+  meter_args m;
+  m.name = a.meter == "cpu" ? "measured" : "analytic";
+  m.reference = a.reference;
+  m.reference_ms = a.reference_ms;
+  return m;
+}
+
+}  // namespace
+
 void check_training_meter(const train_args& a, std::string_view kind) {
   const bool own = a.own && a.meter == a.own->name;
   if (a.meter != "cpu" && a.meter != "analytic" && !own) {
@@ -106,11 +120,7 @@ void check_training_meter(const train_args& a, std::string_view kind) {
     embplan::detail::fail("--actors", a.autoshard.actors,
                           "1 with --meter " + a.own->name + " (it measures one plan at a time)");
   }
-  meter_args m;
-  m.name = a.meter == "cpu" ? "measured" : "analytic";
-  m.reference = a.reference;
-  m.reference_ms = a.reference_ms;
-  if (!own) check_meter(m);
+  if (!own) check_meter(library_meter_args(a));
 }
 
 meter_choice training_meter(const train_args& a) {
@@ -118,12 +128,7 @@ meter_choice training_meter(const train_args& a) {
     if (!a.own->make) embplan::detail::fail("--meter", a.meter, "a meter this program has");
     return a.own->make();
   }
-  // --meter cpu: compare's measured meter (models.cpp), drift reference included.
-  meter_args m;
-  m.name = a.meter == "cpu" ? "measured" : "analytic";
-  m.reference = a.reference;
-  m.reference_ms = a.reference_ms;
-  return meter_of(m, planning_model{});
+  return meter_of(library_meter_args(a), planning_model{});
 }
 
 namespace {

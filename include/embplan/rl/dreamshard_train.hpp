@@ -636,15 +636,13 @@ inline dreamshard_train_state load_checkpoint(const std::filesystem::path& path,
   dreamshard_train_state st;
   st.iteration = cost::detail::parse_number<std::int64_t>(
       get("iterations_done"), source + ": metadata.embplan.train.iterations_done");
+  // Checkpoints from before the option started the head as PyTorch does.
+  file.metadata.try_emplace("embplan.train.head_init", to_string(policy_head_init::torch));
   const auto expected = dreamshard_hyperparameters(o, st.iteration);
-  const std::string torch_head(to_string(policy_head_init::torch));
   for (const auto& [k, v] : expected) {
     if (k == "iterations_done") continue;
-    // Checkpoints from before the option started the head as PyTorch does.
-    const auto it = file.metadata.find("embplan.train." + k);
-    const std::string& got = k == "head_init" && it == file.metadata.end() ? torch_head : get(k);
-    if (got != v) {
-      embplan::detail::fail(source + ": metadata.embplan.train." + k, got,
+    if (get(k) != v) {
+      embplan::detail::fail(source + ": metadata.embplan.train." + k, get(k),
                             "\"" + v + "\", as dreamshard_train_options." + k + " now");
     }
   }

@@ -497,7 +497,6 @@ struct column_beam {
       first[i] = i;
       for (const std::size_t j : todo) {
         if (children[j].key != children[i].key ||
-            children[j].pieces.size() != children[i].pieces.size() ||
             !search::detail::same_pieces(children[j].pieces, by_place(j), children[i].pieces,
                                          by_place(i)))
           continue;
