@@ -183,10 +183,69 @@ embplan::neural_cost compute_model_with(embplan::neural_comm comm) {
   return embplan::neural_cost(net, meta, std::move(comm));
 }
 
+// neural_cost with the split methods but without the *_rows ones: a search
+// then prices each plan as it finds it (grid_engine does not defer).
+struct split_only : embplan::neural_cost {
+  explicit split_only(embplan::neural_cost m) : embplan::neural_cost(std::move(m)) {}
+  void backward_communication_rows() const = delete;  // hides neural_cost's
+  void forward_communication_rows() const = delete;
+};
+static_assert(embplan::split_communication<split_only>);
+static_assert(!embplan::batched_communication<split_only>);
+
+// The *_rows methods against the one-plan methods, row by row, bitwise.
+template <class Model>
+void check_rows(const Model& model, const embplan::task& t, const std::vector<comm_input>& in,
+                bool clamp) {
+  const std::size_t n = t.cluster.size();
+  std::vector<std::int64_t> dims;
+  std::vector<double> starts;
+  for (const auto& i : in) {
+    dims.insert(dims.end(), i.dim_sum.begin(), i.dim_sum.end());
+    starts.insert(starts.end(), i.start_ms.begin(), i.start_ms.end());
+  }
+  std::vector<double> bwd(dims.size(), -1.0), fwd(dims.size(), -1.0);
+  model.backward_communication_rows(t, dims, bwd, clamp);
+  model.forward_communication_rows(t, dims, starts, fwd, clamp);
+  for (std::size_t r = 0; r < in.size(); ++r) {
+    CAPTURE(r);
+    std::vector<double> b(n), f(n);
+    model.backward_communication(t, in[r].dim_sum, b, clamp);
+    model.forward_communication(t, in[r].dim_sum, in[r].start_ms, f, clamp);
+    for (std::size_t d = 0; d < n; ++d) {
+      CHECK(same_bits(bwd[r * n + d], b[d]));
+      CHECK(same_bits(fwd[r * n + d], f[d]));
+    }
+  }
+}
+
+// counted_model<true> with the *_rows methods too, counting the rows their
+// networks evaluate, backward and forward apart.
+struct counted_rows : counted_model<true> {
+  std::shared_ptr<std::uint64_t> backward_rows = std::make_shared<std::uint64_t>(0);
+  std::shared_ptr<std::uint64_t> forward_rows = std::make_shared<std::uint64_t>(0);
+
+  void backward_communication_rows(const embplan::task& t, std::span<const std::int64_t> dims,
+                                   std::span<double> bwd_ms, bool clamp = true) const {
+    *backward_rows += dims.size() / t.cluster.size();
+    model.backward_communication_rows(t, dims, bwd_ms, clamp);
+  }
+  void forward_communication_rows(const embplan::task& t, std::span<const std::int64_t> dims,
+                                  std::span<const double> start_ms, std::span<double> fwd_ms,
+                                  bool clamp = true) const {
+    *forward_rows += dims.size() / t.cluster.size();
+    model.forward_communication_rows(t, dims, start_ms, fwd_ms, clamp);
+  }
+};
+static_assert(embplan::batched_communication<counted_rows>);
+
 }  // namespace comm_split
 
 template <>
 struct embplan::search::piecewise_compute<comm_split::comm_only>
+    : embplan::search::piecewise_compute<embplan::neural_cost> {};
+template <>
+struct embplan::search::piecewise_compute<comm_split::split_only>
     : embplan::search::piecewise_compute<embplan::neural_cost> {};
 
 static_assert(embplan::split_communication<embplan::neural_comm>);
@@ -536,5 +595,173 @@ TEST_CASE("column_beam on learned compute and communication: the same plans by h
     CHECK(a.evaluations == b.evaluations);
     CHECK(same_bits(embplan::evaluate(t, a.placement, model).max_ms(),
                     embplan::evaluate(t, b.placement, whole).max_ms()));
+  }
+}
+
+TEST_CASE("*_rows: the one-plan methods row by row, bit for bit, learned or analytic") {
+  using namespace comm_split;
+  static_assert(embplan::batched_communication<embplan::neural_comm>);
+  static_assert(embplan::batched_communication<embplan::neural_cost>);
+  embplan::rng gen(97);
+  for (const std::size_t devices : {std::size_t{4}, std::size_t{8}}) {
+    CAPTURE(devices);
+    const auto comm = random_comm(devices, 101 + devices, -0.3f);
+    const auto learned = compute_model_with(comm);
+    const embplan::neural_cost analytic = bundled_compute();
+    // Row counts around the networks' chunks (12 rows) and kernel blocks.
+    for (const std::size_t rows : {0, 1, 5, 12, 13, 30}) {
+      CAPTURE(rows);
+      std::vector<comm_input> in;
+      for (std::size_t r = 0; r < rows; ++r)
+        in.push_back(random_input(devices, gen));
+      for (const bool clamp : {true, false}) {
+        CAPTURE(clamp);
+        check_rows(comm, task_on(devices, 4096), in, clamp);
+        check_rows(comm, task_on(devices, 65536), in, clamp);
+        check_rows(learned, task_on(devices, 4096), in, clamp);
+        check_rows(analytic, task_on(devices, 65536), in, clamp);
+      }
+    }
+  }
+}
+
+TEST_CASE("*_rows: bad input names the field and value") {
+  using namespace comm_split;
+  const auto model = random_comm(4, 113);
+  const auto t = task_on(4, 4096);
+  std::vector<double> out(8);
+  auto msg = message_of(
+      [&] { model.backward_communication_rows(t, std::vector<std::int64_t>(6, 4), out); });
+  CHECK(msg.find("field 'neural_comm.dim_sums.size' = 6") != std::string::npos);
+  CHECK(msg.find("a multiple of the device count 4") != std::string::npos);
+  std::vector<double> out4(4), out5(5), out9(9);
+  msg = message_of(
+      [&] { model.backward_communication_rows(t, std::vector<std::int64_t>(8, 4), out4); });
+  CHECK(msg.find("field 'neural_comm.bwd_ms.size' = 4") != std::string::npos);
+  CHECK(msg.find("one entry per device (8)") != std::string::npos);
+  msg = message_of([&] {
+    model.forward_communication_rows(t, std::vector<std::int64_t>(8, 4), std::vector<double>(7),
+                                     out);
+  });
+  CHECK(msg.find("field 'neural_comm.start_ms.size' = 7") != std::string::npos);
+  msg = message_of([&] {
+    model.forward_communication_rows(t, std::vector<std::int64_t>(8, 4), std::vector<double>(8),
+                                     out9);
+  });
+  CHECK(msg.find("field 'neural_comm.fwd_ms.size' = 9") != std::string::npos);
+  // Each row is checked as the one-plan methods check it: a value in row 1.
+  std::vector<std::int64_t> dims(8, 4);
+  dims[6] = -4;
+  msg = message_of([&] { model.backward_communication_rows(t, dims, out); });
+  CHECK(msg.find("field 'neural_comm.dim_sum[2]' = -4") != std::string::npos);
+  msg = message_of([&] {
+    model.backward_communication_rows(task_on(8, 4096), std::vector<std::int64_t>(8, 4), out);
+  });
+  CHECK(msg.find("field 'task.cluster.size' = 8") != std::string::npos);
+  // neural_cost's analytic communication, in its words.
+  const embplan::neural_cost& analytic = bundled_compute();
+  msg = message_of(
+      [&] { analytic.backward_communication_rows(t, std::vector<std::int64_t>(6, 4), out); });
+  CHECK(msg.find("field 'dim_sums.size' = 6") != std::string::npos);
+  msg = message_of([&] {
+    analytic.forward_communication_rows(t, std::vector<std::int64_t>(8, 4), std::vector<double>(4),
+                                        out);
+  });
+  CHECK(msg.find("field 'start_ms.size' = 4") != std::string::npos);
+  msg = message_of(
+      [&] { analytic.backward_communication_rows(t, std::vector<std::int64_t>(8, 4), out5); });
+  CHECK(msg.find("field 'bwd_ms.size' = 5") != std::string::npos);
+}
+
+TEST_CASE("plan_pricer::max_ms_rows: max_ms's figures per plan, repeats asked for once") {
+  using namespace comm_split;
+  for (const bool clamp : {true, false}) {
+    CAPTURE(clamp);
+    const auto model = compute_model_with(random_comm(4, 127, -0.5f));
+    counted_rows rows_model;
+    rows_model.model = model;
+    const auto t = task_on(4, 4096);
+    embplan::rng gen(131);
+    embplan::search::detail::plan_pricer one, many;
+    one.set_clamp_communication(clamp);
+    many.set_clamp_communication(clamp);
+    // 40 plans: 25 distinct, then 15 repeats of earlier ones (same dim sums
+    // and compute, so the same start skews), and 5 more that share only
+    // their dim sums with earlier ones (a memo hit, another forward row).
+    std::vector<std::vector<std::int64_t>> dims;
+    std::vector<std::vector<embplan::compute_cost>> compute;
+    const auto random_compute = [&] {
+      std::vector<embplan::compute_cost> c;
+      for (std::size_t d = 0; d < 4; ++d)
+        c.push_back({.fwd_ms = gen.uniform(0.0, 5.0), .bwd_ms = gen.uniform(0.0, 10.0)});
+      return c;
+    };
+    for (int i = 0; i < 25; ++i) {
+      dims.push_back(random_input(4, gen).dim_sum);
+      compute.push_back(random_compute());
+    }
+    for (int i = 0; i < 15; ++i) {
+      dims.push_back(dims[static_cast<std::size_t>(i * 7 % 25)]);
+      compute.push_back(compute[static_cast<std::size_t>(i * 7 % 25)]);
+    }
+    for (int i = 0; i < 5; ++i) {
+      dims.push_back(dims[static_cast<std::size_t>(i)]);
+      compute.push_back(random_compute());
+    }
+    std::vector<std::int64_t> flat_dims;
+    std::vector<embplan::compute_cost> flat_compute;
+    for (std::size_t p = 0; p < dims.size(); ++p) {
+      flat_dims.insert(flat_dims.end(), dims[p].begin(), dims[p].end());
+      flat_compute.insert(flat_compute.end(), compute[p].begin(), compute[p].end());
+    }
+    std::vector<double> got(dims.size());
+    many.max_ms_rows(t, rows_model, flat_compute, flat_dims, got);
+    for (std::size_t p = 0; p < dims.size(); ++p) {
+      CAPTURE(p);
+      CHECK(same_bits(got[p], one.max_ms(t, model, compute[p], dims[p])));
+    }
+    CHECK(many.calls() == 2 * dims.size());  // as max_ms counts them
+    CHECK(*rows_model.backward_rows == 25);  // one per distinct dim-sum vector
+    CHECK(*rows_model.forward_rows == 30);   // one per distinct (dim sums, skews)
+    // Again: every backward vector is in the memo now; no rows at all is fine.
+    many.max_ms_rows(t, rows_model, flat_compute, flat_dims, got);
+    CHECK(*rows_model.backward_rows == 25);
+    CHECK(*rows_model.forward_rows == 60);
+    many.max_ms_rows(t, rows_model, std::span<const embplan::compute_cost>(),
+                     std::span<const std::int64_t>(), std::span<double>());
+    CHECK(many.calls() == 4 * dims.size());
+    CHECK(*rows_model.networks == 0);  // never a one-plan call
+  }
+}
+
+TEST_CASE(
+    "column_beam, improved and faithful: the same plans whether plans are priced in batches") {
+  using namespace comm_split;
+  const auto model = bundled_compute().with_communication(bundled_comm());
+  const split_only one_by_one(model);
+  const auto pool = embplan::data::synthetic_pool({.seed = 0});
+  const auto tasks = embplan::data::generate_tasks(
+      pool, {.devices = 4, .max_dim = 128, .count = 3, .seed = 23, .max_tables = 20});
+  const embplan::default_constraint rule;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    CAPTURE(i);
+    const auto& t = tasks[i];
+    const auto check = [&](const auto& searcher) {
+      CAPTURE(searcher.name());
+      CAPTURE(searcher.threads);
+      const auto a = searcher.search(t, model, rule, embplan::neg_max_cost_reward{}, i);
+      const auto b = searcher.search(t, one_by_one, rule, embplan::neg_max_cost_reward{}, i);
+      REQUIRE(a.ok);
+      CHECK(b.ok);
+      CHECK(a.placement == b.placement);
+      // With threads, which engine (and cache) prices which state depends
+      // on timing, and so do the cache misses counted: only the plan is fixed.
+      if (searcher.threads == 1) CHECK(a.evaluations == b.evaluations);
+    };
+    check(embplan::column_beam{});
+    check(embplan::faithful_column_beam{});
+    embplan::column_beam two_threads;
+    two_threads.threads = 2;
+    check(two_threads);
   }
 }

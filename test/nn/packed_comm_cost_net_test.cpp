@@ -138,6 +138,33 @@ TEST_CASE("other shapes: wide layers (heap scratch), one layer, ReLU after the l
   }
 }
 
+TEST_CASE("batch: each row's outputs are operator()'s on that row, bit for bit, on every kernel") {
+  // Row counts around the kernels' blocks (AVX-512 6, AVX2 3) and batch()'s
+  // passes of 12; shapes with an input count that is no multiple of 4 (the
+  // leftover k of the four partial sums) and a wide layer (heap scratch).
+  std::vector<comm_cost_net> nets = {random_comm_net(4, true, 80), random_comm_net(8, false, 81),
+                                     random_comm_net(3, true, 82, {300, 7}),
+                                     random_comm_net(5, false, 83, {})};
+  for (std::size_t i = 0; i < nets.size(); ++i) {
+    const comm_cost_net& net = nets[i];
+    CAPTURE(i);
+    const auto devices = static_cast<std::size_t>(net.hidden.out_features());
+    const bool forward = net.hidden.in_features() == 2 * net.hidden.out_features();
+    for (const auto k : embplan::test::runnable_kernels()) {
+      CAPTURE(to_string(k));
+      const packed_comm_cost_net packed(net, k);
+      for (const Eigen::Index rows : {0, 1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 25}) {
+        CAPTURE(rows);
+        const matrix x = comm_rows(rows, devices, forward, 84 + static_cast<std::uint64_t>(rows));
+        const auto one_by_one = comm_packed_rows(packed, x);
+        std::vector<float> got(one_by_one.size(), -1.0f);
+        packed.batch(std::span<const float>(x.data(), static_cast<std::size_t>(x.size())), got);
+        CHECK(std::memcmp(got.data(), one_by_one.data(), got.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("a snapshot: later changes to the net do not reach it; const calls from threads agree") {
   comm_cost_net net = random_comm_net(4, true, 60);
   const matrix x = comm_rows(16, 4, true, 61);
@@ -188,6 +215,18 @@ TEST_CASE("bad input names the field") {
   y.resize(3);
   CHECK(embplan::test::message_of([&] { packed(x, y); }).find("packed_comm_cost_net.output.size") !=
         std::string::npos);
+
+  // batch(): x a whole number of rows, y one output row per input row.
+  x.resize(6);
+  y.resize(4);
+  const auto rows_msg = embplan::test::message_of([&] { packed.batch(x, y); });
+  CHECK(rows_msg.find("packed_comm_cost_net.input.size' = 6") != std::string::npos);
+  CHECK(rows_msg.find("a multiple of the network's feature count 4") != std::string::npos);
+  x.resize(8);
+  y.resize(4);
+  const auto out_msg = embplan::test::message_of([&] { packed.batch(x, y); });
+  CHECK(out_msg.find("packed_comm_cost_net.output.size' = 4") != std::string::npos);
+  CHECK(out_msg.find("2 rows") != std::string::npos);
 
   const auto bogus =
       embplan::test::message_of([&] { packed_comm_cost_net(good, static_cast<simd_kernel>(9)); });

@@ -54,6 +54,24 @@ concept split_communication = requires(const M& m, const task& t,
   { m.forward_communication(t, dim_sum, start_ms, ms, clamp) } -> std::same_as<void>;
 };
 
+// A further refinement: the halves of several plans in one call, where that
+// is cheaper than one call each (a learned model's networks then read their
+// weights once for several rows: cost/neural_comm.hpp).
+//  - backward_communication_rows(task, dim_sums, bwd_ms, clamp): dim_sums
+//    holds rows x devices, plan after plan; bwd_ms gets rows x devices, row r
+//    backward_communication's figures for row r;
+//  - forward_communication_rows(task, dim_sums, start_ms, fwd_ms, clamp): the
+//    same with rows x devices start times, row r forward_communication's;
+// bit for bit. A pricer of many plans (search/detail/plan_pricer.hpp,
+// max_ms_rows) uses them; not required by cost_model.
+template <class M>
+concept batched_communication = split_communication<M> &&
+    requires(const M& m, const task& t, std::span<const std::int64_t> dim_sums,
+             std::span<const double> start_ms, std::span<double> ms, bool clamp) {
+  { m.backward_communication_rows(t, dim_sums, ms, clamp) } -> std::same_as<void>;
+  { m.forward_communication_rows(t, dim_sums, start_ms, ms, clamp) } -> std::same_as<void>;
+};
+
 // What a cost model's numbers are. The contract above is milliseconds; the
 // papers' heuristic baselines (cost/heuristic.hpp) balance a score instead
 // (bytes, columns, lookups) and say so with

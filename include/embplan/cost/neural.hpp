@@ -214,6 +214,40 @@ class neural_cost {
     analytic_half(t, dim_sum, &start_ms, fwd_ms, "fwd_ms.size", &comm_cost::fwd_ms);
   }
 
+  // The halves of several plans (batched_communication,
+  // concepts/cost_model.hpp): a learned communication evaluates its network
+  // on all rows at once (neural_comm::*_rows); the analytic one prices row
+  // after row, as the one-plan methods do.
+  template <class = void>
+  void backward_communication_rows(const task& t, std::span<const std::int64_t> dim_sums,
+                                   std::span<double> bwd_ms, bool clamp = true) const {
+    if (const auto* learned = std::get_if<neural_comm>(&comm_)) {
+      learned->backward_communication_rows(t, dim_sums, bwd_ms, clamp);
+      return;
+    }
+    for_rows(t, dim_sums.size(), bwd_ms.size(), "bwd_ms.size", [&](std::size_t at, std::size_t n) {
+      backward_communication(t, dim_sums.subspan(at, n), bwd_ms.subspan(at, n), clamp);
+    });
+  }
+
+  template <class = void>
+  void forward_communication_rows(const task& t, std::span<const std::int64_t> dim_sums,
+                                  std::span<const double> start_ms, std::span<double> fwd_ms,
+                                  bool clamp = true) const {
+    if (const auto* learned = std::get_if<neural_comm>(&comm_)) {
+      learned->forward_communication_rows(t, dim_sums, start_ms, fwd_ms, clamp);
+      return;
+    }
+    if (start_ms.size() != dim_sums.size()) {
+      embplan::detail::fail("start_ms.size", start_ms.size(),
+                            "one entry per dim sum (" + std::to_string(dim_sums.size()) + ")");
+    }
+    for_rows(t, dim_sums.size(), fwd_ms.size(), "fwd_ms.size", [&](std::size_t at, std::size_t n) {
+      forward_communication(t, dim_sums.subspan(at, n), start_ms.subspan(at, n),
+                            fwd_ms.subspan(at, n), clamp);
+    });
+  }
+
   // ------------------------------------------------------------ files
   void save(const std::filesystem::path& path) const {
     const state& s = require();
@@ -324,6 +358,25 @@ class neural_cost {
     return *state_;
   }
 
+  // f(offset, devices) for each row of a rows x devices layout of `size`
+  // entries whose output span (named out_field) has out_size; both checked.
+  template <class F>
+  static void for_rows(const task& t, std::size_t size, std::size_t out_size, const char* out_field,
+                       F&& f) {
+    const std::size_t n = t.cluster.size();
+    if (n == 0 || size % n != 0) {
+      embplan::detail::fail(
+          "dim_sums.size", size,
+          "a multiple of the device count " + std::to_string(n) + " (rows x devices)");
+    }
+    if (out_size != size) {
+      embplan::detail::fail(out_field, out_size,
+                            "one entry per dim sum (" + std::to_string(size) + ")");
+    }
+    for (std::size_t at = 0; at < size; at += n)
+      f(at, n);
+  }
+
   // One half of the analytic communication: analytic_cost::communication on
   // the given starts (all 0 where start_ms is null), its `half` copied to out.
   // Checks the lengths in analytic_cost's order and words (dim_sum, start_ms,
@@ -364,6 +417,7 @@ class neural_cost {
 };
 static_assert(cost_model<neural_cost>);
 static_assert(split_communication<neural_cost>);
+static_assert(batched_communication<neural_cost>);
 
 // neural_cost::compute: the head's first layer is linear in the sum of the
 // pieces' table-MLP latents, so a device's pre-activation is that layer's

@@ -167,6 +167,48 @@ class neural_comm {
                 [&](std::size_t d, double ms) { fwd_ms[d] = ms; });
   }
 
+  // backward_communication on several plans (batched_communication,
+  // concepts/cost_model.hpp): dim_sums holds rows x devices(), plan after
+  // plan; bwd_ms gets rows x devices(), row r bit for bit
+  // backward_communication's on row r (the network's batch() evaluates each
+  // row as its one-row call does, reading the weights once per chunk of
+  // rows). Each row is checked as backward_communication checks it.
+  template <class = void>
+  void backward_communication_rows(const task& t, std::span<const std::int64_t> dim_sums,
+                                   std::span<double> bwd_ms, bool clamp = true) const {
+    const state& s = require();
+    const std::size_t n = s.meta.devices;
+    const std::size_t rows = check_rows(n, dim_sums.size(), "dim_sums.size");
+    check_length("bwd_ms.size", bwd_ms.size(), rows * n);
+    run_rows(s.packed_backward, n, n, rows, clamp, bwd_ms, [&](std::size_t r, float* x) {
+      const auto dims = dim_sums.subspan(r * n, n);
+      const double scale = validate(s, t, dims, nullptr, "bwd_ms.size", n);
+      Eigen::Map<nn::matrix> row(x, 1, static_cast<Eigen::Index>(n));
+      cost::detail::comm_backward_features(dims, scale, row);
+    });
+  }
+
+  // forward_communication on several plans: dim_sums and start_ms hold
+  // rows x devices(), fwd_ms gets rows x devices(), row r bit for bit
+  // forward_communication's on row r.
+  template <class = void>
+  void forward_communication_rows(const task& t, std::span<const std::int64_t> dim_sums,
+                                  std::span<const double> start_ms, std::span<double> fwd_ms,
+                                  bool clamp = true) const {
+    const state& s = require();
+    const std::size_t n = s.meta.devices;
+    const std::size_t rows = check_rows(n, dim_sums.size(), "dim_sums.size");
+    check_length("start_ms.size", start_ms.size(), rows * n);
+    check_length("fwd_ms.size", fwd_ms.size(), rows * n);
+    run_rows(s.packed_forward, 2 * n, n, rows, clamp, fwd_ms, [&](std::size_t r, float* x) {
+      const auto dims = dim_sums.subspan(r * n, n);
+      const auto starts = start_ms.subspan(r * n, n);
+      const double scale = validate(s, t, dims, &starts, "fwd_ms.size", n);
+      Eigen::Map<nn::matrix> row(x, 1, static_cast<Eigen::Index>(2 * n));
+      cost::detail::comm_forward_features(dims, starts, scale, row);
+    });
+  }
+
   // ------------------------------------------------------------ files
   void save(const std::filesystem::path& path) const {
     const state& s = require();
@@ -312,6 +354,40 @@ class neural_comm {
     run(s.packed_backward, std::span<const float>(buf.data(), n), n, clamp, put);
   }
 
+  // The *_rows methods' rows per network call: the input and output floats
+  // of this many rows on the stack (64 devices at most).
+  static constexpr std::size_t chunk_rows = 12;
+
+  // One network on `rows` input rows of `in` floats, written by fill(r, x)
+  // (row r's features into x), chunk_rows at a time; out[r * n + d] = the
+  // output as a double, clamped at 0 where asked, as run() gives it.
+  template <class Fill>
+  static void run_rows(const nn::packed_comm_cost_net& net, std::size_t in, std::size_t n,
+                       std::size_t rows, bool clamp, std::span<double> out, Fill&& fill) {
+    nn::detail::scratch_floats<chunk_rows * row_floats> x(chunk_rows * in);
+    nn::detail::scratch_floats<chunk_rows * row_floats> y(chunk_rows * n);
+    for (std::size_t first = 0; first < rows; first += chunk_rows) {
+      const std::size_t m = std::min(chunk_rows, rows - first);
+      for (std::size_t r = 0; r < m; ++r)
+        fill(first + r, x.data() + r * in);
+      net.batch(std::span<const float>(x.data(), m * in), std::span<float>(y.data(), m * n));
+      for (std::size_t i = 0; i < m * n; ++i) {
+        const auto ms = static_cast<double>(y.data()[i]);
+        out[first * n + i] = clamp ? std::max(0.0, ms) : ms;
+      }
+    }
+  }
+
+  // The row count of a rows x devices span of `size` entries.
+  static std::size_t check_rows(std::size_t n, std::size_t size, const char* field) {
+    if (size % n != 0) {
+      embplan::detail::fail(
+          std::string("neural_comm.") + field, size,
+          "a multiple of the device count " + std::to_string(n) + " (rows x devices)");
+    }
+    return size / n;
+  }
+
   const state& require() const {
     if (!state_) {
       embplan::detail::fail("neural_comm", "(empty)", "a model (construct or load one)");
@@ -366,5 +442,6 @@ class neural_comm {
   std::shared_ptr<const state> state_;
 };
 static_assert(split_communication<neural_comm>);
+static_assert(batched_communication<neural_comm>);
 
 }  // namespace embplan::inline EMBPLAN_ABI

@@ -81,6 +81,44 @@ class packed_comm_cost_net {
     }
   }
 
+  // Several input rows at once: x holds rows x features() raw floats, row
+  // after row, y gets rows x outputs(). Each row's outputs are, bit for bit,
+  // operator()'s on that row alone (the layers run through Ops::vecmat_rows,
+  // which shares the weight loads between rows and nothing else); what it
+  // saves is the weights' trips from cache: one per chunk of rows instead of
+  // one per row. Allocates nothing for layers up to 256 wide.
+  void batch(std::span<const float> x, std::span<float> y) const {
+    if (x.size() % features_ != 0) {
+      embplan::detail::fail(
+          "packed_comm_cost_net.input.size", x.size(),
+          "a multiple of the network's feature count " + std::to_string(features_));
+    }
+    const std::size_t rows = x.size() / features_;
+    if (y.size() != rows * outputs_) {
+      embplan::detail::fail(
+          "packed_comm_cost_net.output.size", y.size(),
+          std::to_string(rows) + " rows x the network's output count " + std::to_string(outputs_));
+    }
+    detail::scratch_floats<batch_rows * stack_floats> buf(batch_rows * 2 * width_);
+    for (std::size_t r = 0; r < rows; r += batch_rows) {
+      const std::size_t n = std::min(batch_rows, rows - r);
+      const float* xr = x.data() + r * features_;
+      float* yr = y.data() + r * outputs_;
+      switch (kernel_) {
+#ifdef EMBPLAN_NN_X86_KERNELS
+        case simd_kernel::avx512:
+          run_rows<detail::avx512_ops>(xr, n, buf.data(), yr);
+          break;
+        case simd_kernel::avx2:
+          run_rows<detail::avx2_ops>(xr, n, buf.data(), yr);
+          break;
+#endif
+        default:
+          run_rows<detail::scalar_ops>(xr, n, buf.data(), yr);
+      }
+    }
+  }
+
   // The kernel in use (never automatic).
   simd_kernel kernel() const noexcept {
     return kernel_;
@@ -95,6 +133,9 @@ class packed_comm_cost_net {
  private:
   // Two vectors of up to 256 floats (2 KiB); NeuroShard's nets use 128.
   static constexpr std::size_t stack_floats = 512;
+  // batch()'s rows per pass through the layers (its scratch: this many times
+  // operator()'s).
+  static constexpr std::size_t batch_rows = 12;
 
   simd_kernel kernel_;
   detail::packed_storage data_;
@@ -147,6 +188,31 @@ class packed_comm_cost_net {
       std::swap(in, out);
     }
     std::copy_n(in, outputs_, y);
+  }
+
+  // run() on `rows` rows (at most batch_rows): the same normalisation per
+  // row, then every layer through Ops::vecmat_rows. Rows are width_ apart in
+  // the scratch.
+  template <class Ops>
+  void run_rows(const float* x, std::size_t rows, float* scratch, float* y) const {
+    float* in = scratch;
+    float* out = in + rows * width_;
+    const float* mean = data_.data() + mean_;
+    const float* stddev = data_.data() + stddev_;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * features_;
+      float* row = in + r * width_;
+      for (std::size_t f = 0; f < features_; ++f) {
+        const float centred = xr[f] - mean[f];
+        row[f] = stddev[f] == 0.0f ? centred : centred / stddev[f];
+      }
+    }
+    for (const detail::packed_layer& l : layers_) {
+      Ops::vecmat_rows(in, width_, rows, l.view(data_), out, width_);
+      std::swap(in, out);
+    }
+    for (std::size_t r = 0; r < rows; ++r)
+      std::copy_n(in + r * width_, outputs_, y + r * outputs_);
   }
 };
 

@@ -506,9 +506,13 @@ struct column_beam {
       if (first[i] == i) todo.push_back(i);
     }
     std::atomic<std::size_t> next{0};
+    // Each engine's runs are priced together when it has no more to take
+    // (grid_engine::run_batched: a learned communication model then runs
+    // its networks on many plans per call); the outcomes are run()'s.
     const auto work = [&](auto& e) {
       for (std::size_t k = next++; k < todo.size(); k = next++)
-        children[todo[k]].result = e.run(children[todo[k]].pieces, grid, false, rules);
+        e.run_batched(children[todo[k]].result, children[todo[k]].pieces, grid, false, rules);
+      e.flush();
     };
     const auto copy_repeats = [&] {
       for (std::size_t i = 0; i < n; ++i) {

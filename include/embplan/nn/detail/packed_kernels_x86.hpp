@@ -138,6 +138,23 @@ struct avx512_ops {
     }
   }
 
+  // vecmat on `rows` rows: up to vecmat_max_rows rows at a time share each
+  // weight load (a one-row vecmat streams the whole layer from L2 per row:
+  // 32 KiB for NeuroShard's 128 x 64, where its 512 multiply-adds take 256
+  // cycles). Per row, the arithmetic is vecmat's, in its order.
+  static constexpr int vecmat_max_rows = 6;
+
+  [[gnu::target("avx512f")]] static void vecmat_rows(const float* in, std::size_t in_stride,
+                                                     std::size_t rows, const layer_view& l,
+                                                     float* out, std::size_t out_stride) {
+    for (; rows >= vecmat_max_rows; rows -= vecmat_max_rows) {
+      vecmat_block<vecmat_max_rows>(in, in_stride, l, out, out_stride);
+      in += vecmat_max_rows * in_stride;
+      out += vecmat_max_rows * out_stride;
+    }
+    vecmat_tail(rows, in, in_stride, l, out, out_stride);
+  }
+
   [[gnu::target("avx512f")]] static float dot(const float* in, const float* w, std::size_t k_pad) {
     __m512 s = _mm512_setzero_ps();
     for (std::size_t k = 0; k < k_pad; k += 16)
@@ -211,6 +228,64 @@ struct avx512_ops {
           _mm512_storeu_ps(o, acc0[r]);
           _mm512_storeu_ps(o + 16, acc1[r]);
         }
+      }
+    }
+  }
+
+  // R rows x 16 columns at a time, four partial sums per row (vecmat's).
+  template <int R>
+  [[gnu::target("avx512f")]] static void vecmat_block(const float* in, std::size_t in_stride,
+                                                      const layer_view& l, float* out,
+                                                      std::size_t out_stride) {
+    const std::size_t k4 = l.k / 4 * 4;
+    for (std::size_t n = 0; n < l.n_pad; n += 16) {
+      __m512 p[R][4];
+      const __m512 b = _mm512_loadu_ps(l.b + n);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        p[r][0] = b;
+        p[r][1] = p[r][2] = p[r][3] = _mm512_setzero_ps();
+      }
+      const float* w = l.w + n;
+      std::size_t k = 0;
+      for (; k < k4; k += 4) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const std::size_t kj = k + static_cast<std::size_t>(j);
+          const __m512 wk = _mm512_loadu_ps(w + kj * l.n_pad);
+#pragma GCC unroll 16
+          for (int r = 0; r < R; ++r) {
+            const __m512 x = _mm512_set1_ps(in[static_cast<std::size_t>(r) * in_stride + kj]);
+            p[r][j] = _mm512_fmadd_ps(x, wk, p[r][j]);
+          }
+        }
+      }
+      for (; k < l.k; ++k) {
+        const __m512 wk = _mm512_loadu_ps(w + k * l.n_pad);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+          const __m512 x = _mm512_set1_ps(in[static_cast<std::size_t>(r) * in_stride + k]);
+          p[r][0] = _mm512_fmadd_ps(x, wk, p[r][0]);
+        }
+      }
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        __m512 y = _mm512_add_ps(_mm512_add_ps(p[r][0], p[r][1]), _mm512_add_ps(p[r][2], p[r][3]));
+        if (l.relu) y = relu512(y);
+        _mm512_storeu_ps(out + static_cast<std::size_t>(r) * out_stride + n, y);
+      }
+    }
+  }
+
+  template <int R = vecmat_max_rows - 1>
+  [[gnu::target("avx512f")]] static void vecmat_tail(std::size_t rows, const float* in,
+                                                     std::size_t in_stride, const layer_view& l,
+                                                     float* out, std::size_t out_stride) {
+    if constexpr (R > 0) {
+      if (rows == static_cast<std::size_t>(R)) {
+        vecmat_block<R>(in, in_stride, l, out, out_stride);
+      } else {
+        vecmat_tail<R - 1>(rows, in, in_stride, l, out, out_stride);
       }
     }
   }
@@ -305,6 +380,22 @@ struct avx2_ops {
     }
   }
 
+  // vecmat on `rows` rows, up to vecmat_max_rows sharing each weight load;
+  // per row, vecmat's arithmetic in its order (avx512_ops::vecmat_rows).
+  static constexpr int vecmat_max_rows = 3;
+
+  [[gnu::target("avx2,fma")]] static void vecmat_rows(const float* in, std::size_t in_stride,
+                                                      std::size_t rows, const layer_view& l,
+                                                      float* out, std::size_t out_stride) {
+    for (; rows >= vecmat_max_rows; rows -= vecmat_max_rows) {
+      vecmat_block<vecmat_max_rows>(in, in_stride, l, out, out_stride);
+      in += vecmat_max_rows * in_stride;
+      out += vecmat_max_rows * out_stride;
+    }
+    if (rows == 2) vecmat_block<2>(in, in_stride, l, out, out_stride);
+    if (rows == 1) vecmat_block<1>(in, in_stride, l, out, out_stride);
+  }
+
   // The sixteen lanes of the contract (packed_layers.hpp) in two registers,
   // lanes 0-7 and 8-15; lo + hi is the tree's first level, sum256 the rest.
   [[gnu::target("avx2,fma")]] static float dot(const float* in, const float* w, std::size_t k_pad) {
@@ -339,6 +430,52 @@ struct avx2_ops {
   }
 
  private:
+  // R rows x 8 columns at a time, four partial sums per row (vecmat's):
+  // 4 R accumulators of 16 registers.
+  template <int R>
+  [[gnu::target("avx2,fma")]] static void vecmat_block(const float* in, std::size_t in_stride,
+                                                       const layer_view& l, float* out,
+                                                       std::size_t out_stride) {
+    const std::size_t k4 = l.k / 4 * 4;
+    for (std::size_t n = 0; n < l.n_pad; n += 8) {
+      __m256 p[R][4];
+      const __m256 b = _mm256_loadu_ps(l.b + n);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        p[r][0] = b;
+        p[r][1] = p[r][2] = p[r][3] = _mm256_setzero_ps();
+      }
+      const float* w = l.w + n;
+      std::size_t k = 0;
+      for (; k < k4; k += 4) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const std::size_t kj = k + static_cast<std::size_t>(j);
+          const __m256 wk = _mm256_loadu_ps(w + kj * l.n_pad);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const __m256 x = _mm256_broadcast_ss(in + static_cast<std::size_t>(r) * in_stride + kj);
+            p[r][j] = _mm256_fmadd_ps(x, wk, p[r][j]);
+          }
+        }
+      }
+      for (; k < l.k; ++k) {
+        const __m256 wk = _mm256_loadu_ps(w + k * l.n_pad);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256 x = _mm256_broadcast_ss(in + static_cast<std::size_t>(r) * in_stride + k);
+          p[r][0] = _mm256_fmadd_ps(x, wk, p[r][0]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        __m256 y = _mm256_add_ps(_mm256_add_ps(p[r][0], p[r][1]), _mm256_add_ps(p[r][2], p[r][3]));
+        if (l.relu) y = _mm256_max_ps(y, _mm256_setzero_ps());
+        _mm256_storeu_ps(out + static_cast<std::size_t>(r) * out_stride + n, y);
+      }
+    }
+  }
+
   // R rows x half a column block (16 floats, 2 ymm) at a time.
   template <int R, bool Sum>
   [[gnu::target("avx2,fma")]] static void block(const float* in, std::size_t in_stride,

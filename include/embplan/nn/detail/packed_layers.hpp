@@ -24,6 +24,8 @@
 //              starting at b[n] and p[1..3] at 0, each a chain of fma in k
 //              order; the leftover k (K % 4 of them) into p[0] in order;
 //              then (p[0] + p[1]) + (p[2] + p[3]);
+//   vecmat_rows  vecmat on each of `rows` rows (the rows share the weight
+//              loads, not their arithmetic);
 //   dot        sixteen lanes s[k % 16] from 0, each a chain of fma in k order
 //              (relu_dot: of packed_relu(in[k])), then a fixed pairwise tree:
 //              t[i] = s[i] + s[i+8], u[i] = t[i] + t[i+4], v[i] = u[i] + u[i+2],
@@ -222,6 +224,13 @@ struct scalar_ops {
       const float y = (p[0] + p[1]) + (p[2] + p[3]);
       out[n] = l.relu ? packed_relu(y) : y;
     }
+  }
+
+  // vecmat on `rows` rows, in[r * in_stride ..] -> out[r * out_stride ..].
+  static void vecmat_rows(const float* in, std::size_t in_stride, std::size_t rows,
+                          const layer_view& l, float* out, std::size_t out_stride) {
+    for (std::size_t r = 0; r < rows; ++r)
+      vecmat(in + r * in_stride, l, out + r * out_stride);
   }
 
   static float dot(const float* in, const float* w, std::size_t k_pad) {

@@ -358,10 +358,37 @@ class grid_engine {
   // `grid` bounds.
   grid_outcome run(std::span<const piece> pieces, std::int32_t grid, bool want_message,
                    const grid_rules& rules = {}) {
+    grid_outcome out;
+    run_into(out, pieces, grid, want_message, rules);
+    flush();
+    return out;
+  }
+
+  // run(), its outcome written to `out` by the next flush() at the latest: a
+  // run whose complete plans are all priced in full (defers()) leaves them
+  // pending, so that the plans of several runs are priced together (the
+  // model's communication of many plans in one call; column_beam's children
+  // of a step). `out` must stay where it is until then. Each outcome is the
+  // one run() gives: the same plans priced the same, weighed in the order
+  // found. All runs between two flush() calls use the same grid_rules.
+  void run_batched(grid_outcome& out, std::span<const piece> pieces, std::int32_t grid,
+                   bool want_message, const grid_rules& rules = {}) {
+    run_into(out, pieces, grid, want_message, rules);
+  }
+
+  // Prices the pending plans of run_batched() and completes their outcomes.
+  void flush() { settle(0); }
+
+ private:
+  void run_into(grid_outcome& out, std::span<const piece> pieces, std::int32_t grid,
+                bool want_message, const grid_rules& rules) {
     const std::size_t n = pieces.size();
     const std::size_t devices = t_.cluster.size();
-    grid_outcome out;
+    out = grid_outcome{};
+    if (!pending_.empty() && rules.clamp_communication != pricer_.clamp_communication())
+      flush();  // pending plans are priced under the rules they were found with
     pricer_.set_clamp_communication(rules.clamp_communication);
+    const std::size_t first_pending = pending_.size();  // this run's plans from here
     prepare_order(pieces);
     min_cols_ = std::numeric_limits<std::int64_t>::max();
     for (const auto& p : pieces)
@@ -370,8 +397,7 @@ class grid_engine {
     std::int64_t total_cols = 0;
     for (const auto& p : pieces)
       total_cols += p.s.cols();
-    auto bounds = rules.exact_bounds ? dim_bounds(total_cols, devices, grid)
-                                     : python_dim_bounds(total_cols, devices, grid);
+    const std::vector<std::int64_t>& bounds = grid_bounds(total_cols, grid, rules.exact_bounds);
 
     device_at_.assign(n, 0);
     prev_at_.assign(n, -1);
@@ -415,7 +441,10 @@ class grid_engine {
       while (bi < bounds.size() && bounds[bi] < least)
         ++bi;
       // The fallback only when nothing fit, and only where asked for.
-      if (bi == bounds.size() && (out.ok || !rules.unbounded_fallback)) break;
+      if (bi == bounds.size()) {
+        settle(first_pending);  // this run's plans: is there one?
+        if (out.ok || !rules.unbounded_fallback) break;
+      }
       const std::int64_t next = bi < bounds.size() ? bounds[bi] : no_dim_bound;
       std::size_t r = 0;
       while (binds_[r].critical > next)
@@ -423,22 +452,97 @@ class grid_engine {
       const std::size_t resume = binds_[r].step;
       binds_.resize(r);
       if (resume >= from_step) {
-        replay(from_, from_step, resume);
+        replay(from_, from_step, resume, true);
       } else {
-        replay(empty_, 0, resume);
+        replay(empty_, 0, resume, false);
       }
       from_step = resume;
     }
-    if (!out.ok) out.failure = std::move(failure);
-    return out;
+    if (!out.ok) out.failure = std::move(failure);  // settle() clears it if a plan comes
   }
 
- private:
+  // dim_bounds or python_dim_bounds of (total_cols, devices_, grid), kept
+  // for the next run: a beam search's states split columns and never add
+  // any, so every run of a search asks for the same bounds (python_dim_bounds'
+  // std::fma is a library call where the target has no FMA instruction).
+  const std::vector<std::int64_t>& grid_bounds(std::int64_t total_cols, std::int32_t grid,
+                                               bool exact) {
+    if (bounds_.empty() || bounds_for_ != std::tuple(total_cols, grid, exact)) {
+      bounds_ = exact ? dim_bounds(total_cols, devices_, grid)
+                      : python_dim_bounds(total_cols, devices_, grid);
+      bounds_for_ = std::tuple(total_cols, grid, exact);
+    }
+    return bounds_;
+  }
+
+  // Whether consider() defers pricing: every complete plan is priced in full
+  // (a reward decreasing in max cost, but communication that may be negative,
+  // so that no plan can be skipped) and the model prices several plans'
+  // communication in one call. The run's plans are then priced together by
+  // settle(), in the order they were found, and the best is kept as
+  // consider() would have kept it plan by plan: the same costs (max_ms_rows
+  // is max_ms bit for bit), the same comparisons in the same order.
+  bool defers() const noexcept {
+    if constexpr (batched_communication<CostModel> && reward_decreasing_in_max_cost<Reward>) {
+      return !comm_nonnegative_;
+    } else {
+      return false;
+    }
+  }
+
+  // The deferred plans from pending_[from] on, priced together and weighed,
+  // each against its run's outcome, in the order found; then dropped.
+  void settle(std::size_t from) {
+    if constexpr (batched_communication<CostModel> && reward_decreasing_in_max_cost<Reward>) {
+      const std::size_t plans = pending_.size() - from;
+      if (plans == 0) return;
+      const std::size_t devices = devices_;
+      pending_cost_.resize(plans);
+      pricer_.max_ms_rows(
+          t_, model_,
+          std::span<const compute_cost>(pending_compute_).subspan(from * devices, plans * devices),
+          std::span<const std::int64_t>(pending_dims_).subspan(from * devices, plans * devices),
+          std::span<double>(pending_cost_));
+      for (std::size_t i = 0; i < plans; ++i) {
+        const pending_plan& p = pending_[from + i];
+        grid_outcome& out = *p.out;
+        const double cost = pending_cost_[i];
+        if (!(cost < out.cost_ms)) continue;
+        out.ok = true;
+        out.failure.clear();
+        out.cost_ms = cost;
+        out.score = -cost;
+        out.bound = p.bound;
+        out.device.assign(
+            pending_devices_.begin() + static_cast<std::ptrdiff_t>(p.devices),
+            pending_devices_.begin() + static_cast<std::ptrdiff_t>(p.devices + p.pieces));
+      }
+      const std::size_t devices_from = pending_[from].devices;
+      pending_.resize(from);
+      pending_compute_.resize(from * devices);
+      pending_dims_.resize(from * devices);
+      pending_devices_.resize(devices_from);
+    } else {
+      (void)from;
+    }
+  }
+
   // Alg. 2 lines 18-19: the complete plan in cur_ replaces out's if the
   // Reward ranks it higher.
   void consider(grid_outcome& out, std::int64_t bound) {
     double cost = 0.0;
     double score = 0.0;
+    if (defers()) {
+      const std::size_t n = order_.size();
+      pending_.push_back(pending_plan{&out, bound, pending_devices_.size(), n});
+      pending_compute_.insert(pending_compute_.end(), cur_.compute.begin(), cur_.compute.end());
+      pending_dims_.insert(pending_dims_.end(), cur_.st.dim_sum.begin(), cur_.st.dim_sum.end());
+      pending_devices_.resize(pending_devices_.size() + n);  // per input piece, as out.device
+      std::uint32_t* device = pending_devices_.data() + pending_.back().devices;
+      for (std::size_t k = 0; k < n; ++k)
+        device[order_[k]] = device_at_[k];
+      return;
+    }
     if constexpr (reward_decreasing_in_max_cost<Reward>) {
       // A plan that cannot beat the best so far is not priced (plan_pricer.hpp).
       if (comm_nonnegative_ && out.ok) {
@@ -659,9 +763,17 @@ class grid_engine {
 
   // cur_ = the trajectory's state before step `to`, from `base`, the state
   // before step `base_step`: the recorded choices applied again, each device
-  // priced once at the end (a cache hit: the trajectory priced it).
-  void replay(const pass_state& base, std::size_t base_step, std::size_t to) {
-    cur_ = base;
+  // priced once at the end (a cache hit: the trajectory priced it). take:
+  // base is not needed afterwards (from_, which the next pass sets anew), so
+  // it is swapped in rather than copied (its per-device folds are most of
+  // the state) and left holding cur_'s old state.
+  void replay(pass_state& base, std::size_t base_step, std::size_t to, bool take) {
+    base_key_.assign(base.key.begin(), base.key.end());
+    if (take) {
+      std::swap(cur_, base);
+    } else {
+      cur_ = base;
+    }
     for (std::size_t step = base_step; step < to; ++step) {
       const std::size_t d = device_at_[step];
       cur_.st.memory_bytes[d] += order_bytes_[step];  // no overflow: it was placed before
@@ -679,7 +791,7 @@ class grid_engine {
     }
     changed_.clear();
     for (std::size_t d = 0; d < devices; ++d) {
-      if (cur_.key[d] == base.key[d]) continue;
+      if (cur_.key[d] == base_key_[d]) continue;
       cur_.compute[d] = price_.folds() ? price_.finish(cur_.sum[d], cur_.st.shard_count[d], d)
                                        : cache_.get(cur_.key[d], [&] { return price_group(d); });
       cur_.load[d] = cur_.compute[d].total_ms();
@@ -854,6 +966,7 @@ class grid_engine {
   std::vector<std::uint32_t> kept_;      // the others in order,
   std::vector<unsigned char> moved_;     // and which is which
   std::vector<multiset_key> prev_keys_;  // the previous run's order_keys_
+  std::vector<multiset_key> base_key_;   // replay(): the keys of the state it starts from
   std::vector<typename group_pricer<CostModel>::term_type> prev_terms_;  // and order_terms_
   std::vector<std::uint32_t> device_at_;  // step -> device in the current pass
   std::vector<std::int64_t> prev_at_;     // step -> previous step on the same device
@@ -874,6 +987,24 @@ class grid_engine {
   pass_state from_;            // the state the current pass started from
   pass_state empty_;           // no piece placed
   std::vector<bind> binds_;
+  std::vector<std::int64_t> bounds_;                           // grid_bounds()'s last answer
+  std::tuple<std::int64_t, std::int32_t, bool> bounds_for_{};  // and its question
+  // The complete plans consider() deferred (defers()), in the order found:
+  // each one's run outcome, bound and devices (`pieces` entries from
+  // pending_devices_[devices], per input piece), and its per-device compute
+  // and dim sums (pending_compute_, pending_dims_: devices_ entries each);
+  // settle() prices them into pending_cost_.
+  struct pending_plan {
+    grid_outcome* out;
+    std::int64_t bound;
+    std::size_t devices;
+    std::size_t pieces;
+  };
+  std::vector<pending_plan> pending_;
+  std::vector<compute_cost> pending_compute_;
+  std::vector<std::int64_t> pending_dims_;
+  std::vector<std::uint32_t> pending_devices_;
+  std::vector<double> pending_cost_;
   std::vector<shard> group_;
   std::vector<multiset_key> group_keys_;
   std::vector<order_key> keys_;

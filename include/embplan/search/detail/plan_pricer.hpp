@@ -18,9 +18,11 @@
 // a learned model's predictions at 0 whatever this says.
 
 #include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -85,6 +87,118 @@ class plan_pricer {
     return forward(t, model, compute, dim_sum);
   }
 
+  // max_ms() of `rows` complete plans at once, for a model that prices the
+  // communication of several plans in one call (batched_communication):
+  // compute and dim_sums hold rows x devices, plan after plan; out[r] is, bit
+  // for bit, what max_ms() returns for plan r (the same operations per row,
+  // and each row's communication is the one-plan call's). The backward halves
+  // of dim-sum vectors the memo lacks go to the model in one call, then the
+  // forward halves of every row in another. Counts 2 calls() per plan, as
+  // max_ms() does; totals() and starts() are not set.
+  template <cost_model CostModel>
+  requires batched_communication<CostModel>
+  void max_ms_rows(const task& t, const CostModel& model, std::span<const compute_cost> compute,
+                   std::span<const std::int64_t> dim_sums, std::span<double> out) {
+    const std::size_t rows = out.size();
+    const std::size_t devices = t.cluster.size();
+    rows_bwd_.resize(rows * devices);
+    misses_.clear();
+    miss_dims_.clear();
+    for (std::size_t r = 0; r < rows; ++r) {
+      const auto dims = dim_sums.subspan(r * devices, devices);
+      if (memo_.find(dims, clamp_, rows_bwd_.data() + r * devices)) continue;
+      misses_.push_back(r);
+      miss_dims_.insert(miss_dims_.end(), dims.begin(), dims.end());
+    }
+    if (!misses_.empty()) {
+      // A vector missed by several rows goes to the model once.
+      const std::size_t missed = misses_.size();
+      distinct_rows(
+          missed, devices,
+          [&](std::size_t a, std::size_t b) {
+            return std::equal(miss_dims_.begin() + static_cast<std::ptrdiff_t>(a * devices),
+                              miss_dims_.begin() + static_cast<std::ptrdiff_t>((a + 1) * devices),
+                              miss_dims_.begin() + static_cast<std::ptrdiff_t>(b * devices));
+          },
+          [&](std::size_t r, std::size_t d) {
+            return static_cast<std::uint64_t>(miss_dims_[r * devices + d]);
+          },
+          [](std::size_t, std::size_t) { return std::uint64_t{0}; });
+      const std::size_t unique = unique_rows_.size();
+      uniq_dims_.resize(unique * devices);
+      for (std::size_t u = 0; u < unique; ++u) {
+        std::copy_n(miss_dims_.data() + unique_rows_[u] * devices, devices,
+                    uniq_dims_.data() + u * devices);
+      }
+      miss_bwd_.resize(unique * devices);
+      model.backward_communication_rows(t, std::span<const std::int64_t>(uniq_dims_),
+                                        std::span<double>(miss_bwd_), clamp_);
+      for (std::size_t u = 0; u < unique; ++u) {
+        memo_.insert(std::span<const std::int64_t>(uniq_dims_).subspan(u * devices, devices),
+                     clamp_, std::span<const double>(miss_bwd_).subspan(u * devices, devices));
+      }
+      for (std::size_t i = 0; i < missed; ++i) {
+        std::copy_n(miss_bwd_.data() + row_of_[i] * devices, devices,
+                    rows_bwd_.data() + misses_[i] * devices);
+      }
+    }
+    // backward()'s and forward()'s arithmetic, row by row.
+    rows_start_.resize(rows * devices);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const compute_cost* c = compute.data() + r * devices;
+      const double* bwd = rows_bwd_.data() + r * devices;
+      double* start = rows_start_.data() + r * devices;
+      for (std::size_t d = 0; d < devices; ++d)
+        start[d] = c[d].fwd_ms + c[d].bwd_ms + bwd[d];
+      const double earliest = devices ? *std::min_element(start, start + devices) : 0.0;
+      for (std::size_t d = 0; d < devices; ++d)
+        start[d] -= earliest;
+    }
+    // Rows with the same dim sums and start skews (bit for bit) get the same
+    // forward figures: each distinct row goes to the model once (a fifth of
+    // a beam step's plans repeat one, e.g. two bounds' trajectories that end
+    // in the same plan).
+    distinct_rows(
+        rows, devices,
+        [&](std::size_t a, std::size_t b) {
+          for (std::size_t d = 0; d < devices; ++d) {
+            if (dim_sums[a * devices + d] != dim_sums[b * devices + d] ||
+                std::bit_cast<std::uint64_t>(rows_start_[a * devices + d]) !=
+                    std::bit_cast<std::uint64_t>(rows_start_[b * devices + d]))
+              return false;
+          }
+          return true;
+        },
+        [&](std::size_t r, std::size_t d) {
+          return static_cast<std::uint64_t>(dim_sums[r * devices + d]);
+        },
+        [&](std::size_t r, std::size_t d) {
+          return std::bit_cast<std::uint64_t>(rows_start_[r * devices + d]);
+        });
+    const std::size_t unique = unique_rows_.size();
+    uniq_dims_.resize(unique * devices);
+    uniq_start_.resize(unique * devices);
+    for (std::size_t u = 0; u < unique; ++u) {
+      const std::size_t r = unique_rows_[u];
+      std::copy_n(dim_sums.data() + r * devices, devices, uniq_dims_.data() + u * devices);
+      std::copy_n(rows_start_.data() + r * devices, devices, uniq_start_.data() + u * devices);
+    }
+    rows_fwd_.resize(unique * devices);
+    model.forward_communication_rows(t, std::span<const std::int64_t>(uniq_dims_),
+                                     std::span<const double>(uniq_start_),
+                                     std::span<double>(rows_fwd_), clamp_);
+    calls_ += 2 * rows;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const compute_cost* c = compute.data() + r * devices;
+      const double* bwd = rows_bwd_.data() + r * devices;
+      const double* fwd = rows_fwd_.data() + row_of_[r] * devices;
+      double worst = 0.0;
+      for (std::size_t d = 0; d < devices; ++d)
+        worst = std::max(worst, c[d].fwd_ms + c[d].bwd_ms + fwd[d] + bwd[d]);
+      out[r] = worst;
+    }
+  }
+
   // The plan_cost evaluate() returns for the plan last priced by max_ms():
   // `compute` and `dim_sum` as given there, `memory_bytes` the plan's. Fills
   // `out` in place, so a search that scores many plans allocates once.
@@ -136,7 +250,7 @@ class plan_pricer {
       // The backward all-to-all depends on the dim sums alone, and a search
       // prices the same dim sums again and again (half of its plans on 4
       // devices): one network evaluation per distinct dim-sum vector.
-      if (!memo_.find(dim_sum, clamp_, bwd_comm_)) {
+      if (!memo_.find(dim_sum, clamp_, bwd_comm_.data())) {
         model.backward_communication(t, dim_sum, std::span<double>(bwd_comm_), clamp_);
         memo_.insert(dim_sum, clamp_, bwd_comm_);
       }
@@ -183,12 +297,13 @@ class plan_pricer {
   // table emptied when it reaches max_slots / 2 entries or the clamp changes.
   class backward_memo {
    public:
-    bool find(std::span<const std::int64_t> dims, bool clamp, std::vector<double>& out) const {
+    // Copies the figures of `dims` to out[0 .. dims.size()) where held.
+    bool find(std::span<const std::int64_t> dims, bool clamp, double* out) const {
       if (count_ == 0 || clamp != clamp_ || dims.size() != width_) return false;
       for (std::size_t slot = hash(dims) & mask_;; slot = (slot + 1) & mask_) {
         if (!used_[slot]) return false;
-        if (std::equal(dims.begin(), dims.end(), keys_.begin() + offset(slot))) {
-          std::copy_n(values_.begin() + offset(slot), width_, out.begin());
+        if (std::equal(dims.begin(), dims.end(), keys_.get() + offset(slot))) {
+          std::copy_n(values_.get() + offset(slot), width_, out);
           return true;
         }
       }
@@ -227,34 +342,36 @@ class plan_pricer {
       while (used_[slot])
         slot = (slot + 1) & mask_;
       used_[slot] = 1;
-      std::copy(dims.begin(), dims.end(), keys_.begin() + offset(slot));
-      std::copy_n(values.begin(), width_, values_.begin() + offset(slot));
+      std::copy(dims.begin(), dims.end(), keys_.get() + offset(slot));
+      std::copy_n(values.begin(), width_, values_.get() + offset(slot));
       ++count_;
     }
 
     // `slots` (a power of two) for vectors of `width`, keeping the entries
-    // held or not.
+    // held or not. Only the used flags are initialised: a slot's key and
+    // values are read only once written, so the pages of slots never used
+    // are never touched (a search fills a few thousand of them).
     void rehash(std::size_t slots, std::size_t width, bool clamp, bool keep) {
-      std::vector<std::int64_t> keys = std::move(keys_);
-      std::vector<double> values = std::move(values_);
+      std::unique_ptr<std::int64_t[]> keys = std::move(keys_);
+      std::unique_ptr<double[]> values = std::move(values_);
       std::vector<unsigned char> used = std::move(used_);
       width_ = width;
       clamp_ = clamp;
       mask_ = slots - 1;
-      keys_.assign(slots * width, 0);
-      values_.assign(slots * width, 0.0);
+      keys_ = std::make_unique_for_overwrite<std::int64_t[]>(slots * width);
+      values_ = std::make_unique_for_overwrite<double[]>(slots * width);
       used_.assign(slots, 0);
       count_ = 0;
       if (!keep) return;
       for (std::size_t s = 0; s < used.size(); ++s) {
         if (!used[s]) continue;
-        put(std::span<const std::int64_t>(keys.data() + s * width, width),
-            std::span<const double>(values.data() + s * width, width));
+        put(std::span<const std::int64_t>(keys.get() + s * width, width),
+            std::span<const double>(values.get() + s * width, width));
       }
     }
 
-    std::vector<std::int64_t> keys_;
-    std::vector<double> values_;
+    std::unique_ptr<std::int64_t[]> keys_;
+    std::unique_ptr<double[]> values_;
     std::vector<unsigned char> used_;
     std::size_t width_ = 0;
     std::size_t mask_ = 0;
@@ -262,7 +379,49 @@ class plan_pricer {
     bool clamp_ = true;
   };
 
+  // unique_rows_: the first of each distinct row among `rows`, in row
+  // order (rows a and b alike where same(a, b)); row_of_[r]: the index there
+  // of row r's. An open-addressing table over a hash of key(r, d) and
+  // key2(r, d) for d < devices (rows alike must hash alike).
+  template <class Same, class Key, class Key2>
+  void distinct_rows(std::size_t rows, std::size_t devices, Same same, Key key, Key2 key2) {
+    constexpr std::size_t empty = std::numeric_limits<std::size_t>::max();
+    const std::size_t mask = std::bit_ceil(2 * rows + 1) - 1;
+    slots_.assign(mask + 1, empty);
+    unique_rows_.clear();
+    row_of_.resize(rows);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+      for (std::size_t d = 0; d < devices; ++d) {
+        h = (h ^ key(r, d)) * 0xff51afd7ed558ccdULL;
+        h = (h ^ key2(r, d)) * 0xc4ceb9fe1a85ec53ULL;
+      }
+      for (std::size_t i = static_cast<std::size_t>(h ^ (h >> 32)) & mask;; i = (i + 1) & mask) {
+        if (slots_[i] == empty) {
+          slots_[i] = unique_rows_.size();
+          row_of_[r] = unique_rows_.size();
+          unique_rows_.push_back(r);
+          break;
+        }
+        if (same(unique_rows_[slots_[i]], r)) {
+          row_of_[r] = slots_[i];
+          break;
+        }
+      }
+    }
+  }
+
   backward_memo memo_;
+  // max_ms_rows()'s buffers: the rows missing from the memo (their index and
+  // dim sums) and the backward figures of the distinct ones; every row's
+  // backward figures and start skews, the distinct forward rows' figures.
+  std::vector<std::size_t> misses_;
+  std::vector<std::int64_t> miss_dims_;
+  std::vector<double> miss_bwd_, rows_bwd_, rows_start_, rows_fwd_;
+  // distinct_rows()'s table and answer, and the distinct rows' inputs.
+  std::vector<std::size_t> slots_, unique_rows_, row_of_;
+  std::vector<std::int64_t> uniq_dims_;
+  std::vector<double> uniq_start_;
   std::vector<double> start_;
   std::vector<double> starts_;
   std::vector<double> bwd_comm_;
