@@ -44,6 +44,7 @@ struct plan_args {
   std::string model;             // empty: the bundled learned model
   std::string policy;            // empty: the bundled DreamShard policy
   std::string autoshard_policy;  // empty: the bundled AutoShard policy
+  std::string constraints;       // empty: no user constraints (issue 24)
   meter_args meter;
 };
 
@@ -127,6 +128,23 @@ embplan::task load_task(const std::string& file, std::size_t index) {
   return std::move(all[index]);
 }
 
+// The plan's shards, in plan order, through the user's rules once more before
+// anything is printed: a plan that breaks one is an error, not output.
+void recheck(const embplan::task& t, const embplan::plan& p, const embplan::table_rules& rules,
+             const std::string& file) {
+  embplan::placement_state st(t.cluster.size());
+  for (std::size_t i = 0; i < p.shards.size(); ++i) {
+    const auto& s = p.shards[i];
+    if (!rules.admits(t, st, s)) {
+      embplan::detail::fail("plan.shards[" + std::to_string(i) + "]",
+                            "table '" + t.tables[s.table].name + "' " + piece_text(t, s) +
+                                " on device " + std::to_string(s.device),
+                            "a placement the constraints of " + file + " admit");
+    }
+    st.place(t, s);
+  }
+}
+
 int run_plan(const plan_args& a) {
   // Every option checked before the first line of output.
   const std::string planner = parse_planner(a.planner, "--planner");
@@ -137,6 +155,10 @@ int run_plan(const plan_args& a) {
   check_output_path("--json", a.json);
   const auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
+  const embplan::table_rules rules =
+      a.constraints.empty()
+          ? embplan::table_rules{}
+          : embplan::io::table_rules_from_json(embplan::io::read_json_file(a.constraints), t);
   auto pm = load_planning_model(a.model);
   if (is_dreamshard(planner) || !a.policy.empty()) load_policy(pm, a.policy);
   if (is_autoshard(planner) || !a.autoshard_policy.empty()) {
@@ -158,11 +180,12 @@ int run_plan(const plan_args& a) {
   // the planning model's simulation instead.
   const auto piece_meter = measured ? meter_of({}, pm) : meter_choice{meter, meter_text};
 
-  const auto result = run_planner(planner, t, a.seed, pm);
+  const auto result = run_planner(planner, t, a.seed, pm, rules);
   if (!result.ok) {
     throw embplan::error("planner '" + planner +
                          "' found no plan: " + failure_text(planner, result.failure, t));
   }
+  if (!rules.empty()) recheck(t, result.placement, rules, a.constraints);
 
   // Under mpirun with one rank per device, --meter measured times the
   // all-to-all for real (bench/mpi/plan_meter.hpp); rank 0 reports.
@@ -193,6 +216,10 @@ int run_plan(const plan_args& a) {
             << "\nplanning model: " << pm.text << '\n';
   if (is_dreamshard(planner)) std::cout << "policy: " << pm.policy_text << '\n';
   if (is_autoshard(planner)) std::cout << "policy: " << pm.autoshard_text << '\n';
+  if (!rules.empty()) {
+    std::cout << "constraints: " << rules.describe() << " from " << a.constraints
+              << ", applied and the plan re-checked against them\n";
+  }
   std::cout << '\n';
 
   // Per table: where each piece went, its cost alone and its bytes.
@@ -204,6 +231,9 @@ int run_plan(const plan_args& a) {
   report["planning_model"] = pm.text;
   if (is_dreamshard(planner)) report["policy"] = pm.policy_text;
   if (is_autoshard(planner)) report["policy"] = pm.autoshard_text;
+  if (!rules.empty()) {
+    report["constraints"] = {{"file", a.constraints}, {"applied", rules.describe()}};
+  }
   report["piece_cost_by"] = piece_meter.text;
   report["tables"] = nlohmann::json::array();
   text_table tables({"table", "name", "piece", "device", "cost ms", "memory"});
@@ -306,6 +336,9 @@ command add_plan(CLI::App& app) {
   add_model_option(sub, a->model);
   add_policy_option(sub, a->policy);
   add_autoshard_policy_option(sub, a->autoshard_policy);
+  sub->add_option("--constraints", a->constraints,
+                  "user constraints JSON: per table allowed devices/hosts, sharding kinds, "
+                  "max_shards; co-location and anti-affinity groups (README, Constraints)");
   add_meter_options(sub, a->meter);
   return {sub, [a] { return run_plan(*a); }};
 }

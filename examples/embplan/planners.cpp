@@ -26,8 +26,9 @@ bool is_preset(std::string_view name) {
 
 template <class Model>
 planned run_with(const std::string& name, const embplan::task& t, std::uint64_t seed,
-                 const Model& model, const embplan::preset_models& models) {
-  auto r = embplan::run_preset(name, t, seed, model, models);
+                 const Model& model, const embplan::preset_models& models,
+                 const embplan::table_rules& rules) {
+  auto r = embplan::run_preset(name, t, seed, model, models, rules);
   planned out;
   out.ok = r.ok;
   out.failure = std::move(r.failure);
@@ -80,7 +81,7 @@ bool is_autoshard(std::string_view name) {
 }
 
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
-                    const planning_model& pm) {
+                    const planning_model& pm, const embplan::table_rules& rules) {
   // Without a policy only its planner fails; the reason names the paths tried.
   if (is_dreamshard(name) && !pm.policy) {
     planned out;
@@ -95,8 +96,8 @@ planned run_planner(const std::string& name, const embplan::task& t, std::uint64
   const embplan::preset_models models{
       .dreamshard = pm.policy ? embplan::dreamshard_preset(*pm.policy) : embplan::preset_fn{},
       .autoshard = pm.autoshard ? embplan::autoshard_preset(*pm.autoshard) : embplan::preset_fn{}};
-  if (pm.compute) return run_with(name, t, seed, *pm.compute, models);
-  return run_with(name, t, seed, embplan::analytic_cost{}, models);
+  if (pm.compute) return run_with(name, t, seed, *pm.compute, models, rules);
+  return run_with(name, t, seed, embplan::analytic_cost{}, models, rules);
 }
 
 std::size_t oversized_tables(const embplan::task& t) {

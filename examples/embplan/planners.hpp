@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "models.hpp"
@@ -42,8 +43,9 @@ struct planned {
 // Runs the named planner (parse_planner's) on `t`; NeuroShard's planners
 // search on the planning model, dreamshard places with pm.policy (where that
 // is null, a failure saying why) (embplan::run_preset).
+// `rules`: the user's constraints (plan --constraints), empty by default.
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
-                    const planning_model& pm);
+                    const planning_model& pm, const embplan::table_rules& rules = {});
 
 // The tables of `t` larger than the memory of every device: what the
 // rowwise_ planners split by rows, and every other planner fails on.

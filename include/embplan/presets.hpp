@@ -35,7 +35,10 @@
 //                               this header needs only the standard library)
 //   autoshard_planner           AutoShard's trained policy-value network, in
 //                               rl/autoshard_preset.hpp (likewise)
-// All use default_constraint: memory capacity and columns a multiple of 4.
+// All use default_constraint: memory capacity, columns a multiple of 4, and the
+// user's table_rules (empty unless given: a planner built as
+// random_planner({}, {}, default_constraint{memory_capacity{}, dim_multiple{},
+// table_rules(t, rules)}, {}) honours them; run_preset takes them by name).
 // rowwise_planner_of<P>: P with its searcher behind rowwise::split_oversized,
 // so a table that fits no device is split by rows instead of failing the task
 // (rowwise/split.hpp).

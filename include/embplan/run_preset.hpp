@@ -7,14 +7,18 @@
 // device is split by rows instead of failing the task (rowwise/split.hpp).
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "embplan/concepts/cost_model.hpp"
+#include "embplan/constraint/all_of.hpp"
+#include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
@@ -45,8 +49,10 @@ inline std::string joined_names() {
 }  // namespace presets::detail
 
 // A preset built outside embplan::core, run by name through a function
-// (rowwise: behind rowwise::split_oversized, as presets::detail::run builds it).
-using preset_fn = std::function<plan_result(const task& t, std::uint64_t seed, bool rowwise)>;
+// (rowwise: behind rowwise::split_oversized, as presets::detail::run builds it;
+// rules: the user's table_rules, planned under as run_preset's other presets).
+using preset_fn = std::function<plan_result(const task& t, std::uint64_t seed, bool rowwise,
+                                            const table_rules& rules)>;
 
 // The presets run_preset cannot build itself, each from trained models whose
 // code needs more than this header (Eigen): presets whose entry is empty fail,
@@ -74,11 +80,23 @@ plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t see
       p.rule(), p.scorer())(t, seed);
 }
 
+// The preset's default_constraint with the user's rules in place of its
+// (empty) table_rules.
+inline default_constraint with_rules(const default_constraint& rule, const table_rules& rules) {
+  return {std::get<0>(rule.parts()), std::get<1>(rule.parts()), rules};
+}
+
 // A planner as a preset_fn (copied into the function).
 template <class Planner>
 preset_fn as_preset_fn(Planner p) {
-  return [p = std::move(p)](const task& t, std::uint64_t seed, bool rowwise) {
-    return run(p, rowwise, t, seed);
+  static_assert(std::same_as<typename Planner::constraint_type, default_constraint>,
+                "embplan::as_preset_fn: a preset plans under default_constraint, which "
+                "carries the user's table_rules");
+  return [p = std::move(p)](const task& t, std::uint64_t seed, bool rowwise,
+                            const table_rules& rules) {
+    if (rules.empty()) return run(p, rowwise, t, seed);
+    return run(Planner(p.cost(), p.searcher(), with_rules(p.rule(), rules), p.scorer(), p.meter()),
+               rowwise, t, seed);
   };
 }
 
@@ -95,28 +113,29 @@ preset_fn as_preset_fn(Planner p) {
 // embplan::error naming the field 'planner', the value and the accepted names.
 // A template even without `model`, so that a TU that never calls it does not
 // instantiate the twenty planners.
+// `rules`: the user's per-table constraints (table_rules, built for `t`),
+// which every preset plans under, in default_constraint; empty by default.
 template <cost_model Model = analytic_cost>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
-                       const Model& model = Model{}, const preset_models& models = {}) {
+                       const Model& model = Model{}, const preset_models& models = {},
+                       const table_rules& rules = {}) {
   namespace pd = presets::detail;
   const bool rowwise = name.starts_with(pd::rowwise_prefix);
   const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
-  if (base == "random") return pd::run(random_planner{}, rowwise, t, seed);
-  if (base == "size_greedy") return pd::run(size_greedy_planner{}, rowwise, t, seed);
-  if (base == "dim_greedy") return pd::run(dim_greedy_planner{}, rowwise, t, seed);
-  if (base == "lookup_greedy") return pd::run(lookup_greedy_planner{}, rowwise, t, seed);
-  if (base == "size_lookup_greedy") return pd::run(size_lookup_greedy_planner{}, rowwise, t, seed);
-  if (base == "random_search") return pd::run(random_search_planner{}, rowwise, t, seed);
-  if (base == "torchrec") return pd::run(torchrec_planner{}, rowwise, t, seed);
-  if (base == "neuroshard") {
-    return pd::run(basic_neuroshard_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
-  }
+  const default_constraint rule{memory_capacity{}, dim_multiple{}, rules};
+  const auto run = [&]<class Planner>(Planner p) { return pd::run(p, rowwise, t, seed); };
+  if (base == "random") return run(random_planner({}, {}, rule, {}));
+  if (base == "size_greedy") return run(size_greedy_planner({}, {}, rule, {}));
+  if (base == "dim_greedy") return run(dim_greedy_planner({}, {}, rule, {}));
+  if (base == "lookup_greedy") return run(lookup_greedy_planner({}, {}, rule, {}));
+  if (base == "size_lookup_greedy") return run(size_lookup_greedy_planner({}, {}, rule, {}));
+  if (base == "random_search") return run(random_search_planner({}, {}, rule, {}));
+  if (base == "torchrec") return run(torchrec_planner({}, {}, rule, {}));
+  if (base == "neuroshard") return run(basic_neuroshard_planner<Model>(model, {}, rule, {}));
   if (base == "neuroshard_plus") {
-    return pd::run(basic_neuroshard_plus_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
+    return run(basic_neuroshard_plus_planner<Model>(model, {}, rule, {}));
   }
-  if (base == "neuroshard_ls") {
-    return pd::run(basic_neuroshard_ls_planner<Model>(model, {}, {}, {}), rowwise, t, seed);
-  }
+  if (base == "neuroshard_ls") return run(basic_neuroshard_ls_planner<Model>(model, {}, rule, {}));
   if (base == "dreamshard") {
     if (!models.dreamshard) {
       detail::fail("preset_models.dreamshard", "(empty)",
@@ -124,7 +143,7 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
                        "': embplan::dreamshard_preset(rl::dreamshard_policy::load(path)) "
                        "(rl/dreamshard_preset.hpp)");
     }
-    return models.dreamshard(t, seed, rowwise);
+    return models.dreamshard(t, seed, rowwise, rules);
   }
   if (base == "autoshard") {
     if (!models.autoshard) {
@@ -133,7 +152,7 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
                        "': embplan::autoshard_preset(rl::autoshard_policy::load(path)) "
                        "(rl/autoshard_preset.hpp)");
     }
-    return models.autoshard(t, seed, rowwise);
+    return models.autoshard(t, seed, rowwise, rules);
   }
   detail::fail("planner", name, "one of " + pd::joined_names());
 }

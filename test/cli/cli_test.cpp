@@ -1759,3 +1759,72 @@ TEST_CASE("tasks and compare --unseen-share: a share of each task from the test 
                 {"--unseen-share", "0.5", "--half train"});
   check_refused("compare --unseen-share 0.5 --half whole --count 1", {"--unseen-share", "0.5"});
 }
+
+TEST_CASE("plan --constraints: the rules are honoured, said, and bad ones named") {
+  const auto task = scratch() / "constrained-task.json";
+  write(task, R"({"name": "constrained",
+                  "tables": [{"name": "a", "rows": 1000, "dim": 16, "pooling_factor": 2},
+                             {"name": "b", "rows": 1000, "dim": 16, "pooling_factor": 2},
+                             {"name": "c", "rows": 1000, "dim": 16, "pooling_factor": 2},
+                             {"name": "d", "rows": 1000, "dim": 16, "pooling_factor": 2}],
+                  "cluster": {"count": 4, "device": {"memory_gib": 1}}})");
+  const auto rules = scratch() / "constraints.json";
+  write(rules, R"({"tables": {"a": {"devices": [2]}, "b": {"sharding": ["table_wise"]}},
+                   "colocate": [["a", "b"]],
+                   "separate": [["c", "d"]]})");
+  const auto report = scratch() / "constrained-report.json";
+  for (const char* planner : {"lookup_greedy", "neuroshard_plus", "torchrec", "neuroshard_ls"}) {
+    CAPTURE(planner);
+    const auto r = run("plan --task " + task.string() + " --planner " + planner +
+                       " --constraints " + rules.string() + " --json " + report.string());
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("constraints: user constraints (2 table rules, 1 co-location group, 1 "
+                     "anti-affinity group) from " +
+                     rules.string() + ", applied and the plan re-checked against them") !=
+          std::string::npos);
+    const auto j = nlohmann::json::parse(slurp(report));
+    CHECK(j.at("constraints").at("file") == rules.string());
+    std::map<std::string, std::set<std::size_t>> where;
+    for (const auto& piece : j.at("tables"))
+      where[piece.at("name").get<std::string>()].insert(piece.at("device").get<std::size_t>());
+    CHECK(where["a"] == std::set<std::size_t>{2});
+    CHECK(where["b"] == std::set<std::size_t>{2});
+    for (const auto d : where["c"])
+      CHECK(where["d"].count(d) == 0);
+  }
+
+  const auto refused = [&](const std::string& text, const std::string& expected) {
+    write(rules, text);
+    const auto r = run("plan --task " + task.string() + " --constraints " + rules.string());
+    CAPTURE(text);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err) == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(expected) != std::string::npos);
+  };
+  refused(R"({"tables": {"e": {"devices": [0]}}})",
+          "field 'constraints.tables.e' = \"e\": expected the name of a table of task "
+          "'constrained' or \"#<index>\"");
+  refused(R"({"tables": {"a": {"devices": [4]}}})",
+          "field 'constraints.tables.a.devices[0]' = 4: expected a device index below 4");
+  refused(R"({"tables": {"a": {"devices": [0]}, "b": {"devices": [1]}}, "colocate": [["a", "b"]]})",
+          "field 'constraints.colocate[0]' = \"a, b\": expected tables that can share a device");
+  refused(R"({"colocate": [["a", "b"]], "separate": [["a", "b"]]})",
+          "field 'constraints.separate[0]' = \"a, b\": expected tables not also co-located");
+  refused(R"({"tables": {"a": {"pin": 0}}})", "field 'constraints.tables.a.pin' = 0");
+
+  // An infeasible pin names the rule and the table, in GiB: two tables of
+  // 0.715 GiB pinned to one device of 1 GiB.
+  const auto two_big = scratch() / "two-big.json";
+  write(two_big, R"({"name": "two-big",
+                     "tables": [{"name": "big1", "rows": 3000000, "dim": 64, "pooling_factor": 2},
+                                {"name": "big2", "rows": 3000000, "dim": 64, "pooling_factor": 2}],
+                     "cluster": {"count": 4, "device": {"memory_gib": 1}}})");
+  write(rules, R"({"tables": {"big1": {"devices": [3]}, "big2": {"devices": [3]}}})");
+  const auto r = run("plan --task " + two_big.string() + " --planner lookup_greedy --constraints " +
+                     rules.string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("): pinned to device 3, but device 3 has 0.285 GiB free and the table needs "
+                   "0.715 GiB") != std::string::npos);
+}

@@ -30,10 +30,12 @@ embplan::task two_tables() {
 
 }  // namespace
 
-TEST_CASE("all_of deduces its parts and is the default constraint") {
+TEST_CASE("all_of deduces its parts and is the papers' constraint") {
   const embplan::all_of rule{embplan::memory_capacity{}, embplan::dim_multiple{}};
-  static_assert(std::is_same_v<std::remove_const_t<decltype(rule)>, embplan::default_constraint>);
+  static_assert(std::is_same_v<std::remove_const_t<decltype(rule)>, embplan::paper_constraint>);
   CHECK(rule.describe() == "memory capacity and columns a multiple of 4");
+  // The default adds empty user rules, which describe themselves as nothing.
+  CHECK(embplan::default_constraint{}.describe() == "memory capacity and columns a multiple of 4");
   CHECK(std::get<1>(rule.parts()).multiple == 4);
 }
 

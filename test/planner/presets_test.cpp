@@ -14,6 +14,7 @@
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
 
+#include "support/bundled_models.hpp"
 #include "support/random_task.hpp"
 
 namespace {
@@ -26,16 +27,7 @@ embplan::task sample_task(std::uint64_t seed, std::size_t tables = 40) {
                                           .reuse_hist = {0.5, 0.3, 0.0, 0.0, 0.2}});
 }
 
-// The trained models run_preset needs for "dreamshard" and "autoshard": the
-// bundled policies.
-embplan::preset_models bundled_models() {
-  static const auto policy = embplan::rl::dreamshard_policy::load(
-      std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors");
-  static const auto autoshard = embplan::rl::autoshard_policy::load(
-      std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/autoshard_cpu_8dev.safetensors");
-  return {.dreamshard = embplan::dreamshard_preset(policy),
-          .autoshard = embplan::autoshard_preset(autoshard)};
-}
+using embplan_test::bundled_models;
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 // in messages about infeasible tasks.
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +31,27 @@ concept bytes_aware_constraint = constraint<C> &&
              std::uint64_t bytes) {
   { c.admits(t, st, s, bytes) } -> std::convertible_to<bool>;
 };
+
+// Optional: explain(t, st, table) -> std::string, why this rule leaves table
+// `table` no device in state `st` ("pinned to device 3, but device 3 has ...
+// bytes free and the table needs ... bytes"), or "" when it does not bind
+// there. search::no_device_for puts it first in an infeasible task's message
+// (issue 24: "an infeasible task names the binding constraint and the table").
+template <class C>
+concept explaining_constraint = constraint<C> &&
+    requires(const C& c, const task& t, const placement_state& st, std::size_t table) {
+  { c.explain(t, st, table) } -> std::convertible_to<std::string>;
+};
+
+// c.explain(t, st, table) where c offers it, else "".
+template <constraint C>
+std::string explain_of(const C& c, const task& t, const placement_state& st, std::size_t table) {
+  if constexpr (explaining_constraint<C>) {
+    return std::string(c.explain(t, st, table));
+  } else {
+    return {};
+  }
+}
 
 // c.admits(t, st, s), passing the shard's bytes where c takes them.
 template <constraint C>

@@ -15,6 +15,7 @@
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/constraint/dim_multiple.hpp"
 #include "embplan/constraint/memory_capacity.hpp"
+#include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/version.hpp"
@@ -74,19 +75,34 @@ class all_of {
         [&](const auto&... c) { return (admits_with_bytes(c, t, st, s, bytes) && ...); }, parts_);
   }
 
-  // "memory capacity and columns a multiple of 4"; "no constraint" when empty.
+  // "memory capacity and columns a multiple of 4"; a part that describes
+  // itself as "" (an empty table_rules) is left out; "no constraint" when
+  // nothing is left.
   std::string describe() const {
-    if constexpr (sizeof...(Cs) == 0) {
-      return "no constraint";
-    } else {
-      std::string out;
-      std::apply(
-          [&](const auto&... c) {
-            ((out += (out.empty() ? "" : " and "), out += std::string(c.describe())), ...);
-          },
-          parts_);
-      return out;
-    }
+    std::string out;
+    std::apply(
+        [&](const auto&... c) {
+          (
+              [&] {
+                const std::string part(c.describe());
+                if (part.empty()) return;
+                out += (out.empty() ? "" : " and ") + part;
+              }(),
+              ...);
+        },
+        parts_);
+    return out.empty() ? "no constraint" : out;
+  }
+
+  // The first part's explain (explaining_constraint) that is not "".
+  std::string explain(const task& t, const placement_state& st, std::size_t table) const {
+    std::string out;
+    std::apply(
+        [&](const auto&... c) {
+          ((out.empty() ? (void)(out = explain_of(c, t, st, table)) : (void)0), ...);
+        },
+        parts_);
+    return out;
   }
 
   const std::tuple<Cs...>& parts() const noexcept { return parts_; }
@@ -98,8 +114,15 @@ class all_of {
 template <class... Cs>
 all_of(Cs...) -> all_of<Cs...>;
 
-using default_constraint = all_of<memory_capacity, dim_multiple>;
+// The papers' constraint (memory capacity, columns a multiple of 4)...
+using paper_constraint = all_of<memory_capacity, dim_multiple>;
+// ... and what every preset plans under: the same, with the user's per-table
+// rules (issue 24). A default-constructed one carries empty table_rules, which
+// admit everything after one pointer test: the papers' planners are unchanged.
+//   default_constraint rule{memory_capacity{}, dim_multiple{}, table_rules(t, c)};
+using default_constraint = all_of<memory_capacity, dim_multiple, table_rules>;
 static_assert(bytes_aware_constraint<default_constraint>);
+static_assert(explaining_constraint<default_constraint>);
 static_assert(constraint<all_of<>>);
 
 }  // namespace embplan::inline EMBPLAN_ABI

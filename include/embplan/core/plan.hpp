@@ -85,11 +85,38 @@ inline plan table_wise_plan(const task& t, std::span<const std::size_t> assignme
   return p;
 }
 
-// Per-device running totals while a searcher places shards.
+// Where a table's placed pieces are, as far as a constraint needs it (issue
+// 24, user constraints: co-location, anti-affinity, max shards): how many
+// pieces, and the device of the first one with how many of them are there.
+// All pieces are on `home` iff on_home == pieces; after pieces left `home`
+// (placement_state::unplace) the record may no longer know where the others
+// are, and then says "spread" — a rule reading it refuses rather than guesses.
+struct table_placement {
+  static constexpr std::uint32_t none = 0xFFFFFFFFu;
+  std::uint32_t home = none;
+  std::uint32_t pieces = 0;
+  std::uint32_t on_home = 0;
+
+  // No piece placed, or every piece on device d.
+  constexpr bool only_on(std::uint32_t d) const noexcept {
+    return pieces == 0 || (on_home == pieces && home == d);
+  }
+  // A piece may be on device d: exact unless the record says "spread", where
+  // it answers true (the safe answer for a rule that keeps tables apart).
+  constexpr bool maybe_on(std::uint32_t d) const noexcept {
+    return pieces != 0 && (on_home != pieces || home == d);
+  }
+
+  friend bool operator==(const table_placement&, const table_placement&) = default;
+};
+
+// Per-device running totals while a searcher places shards, and per table
+// where its pieces went (table_placement; sized on the first placement).
 struct placement_state {
   std::vector<std::uint64_t> memory_bytes;
   std::vector<std::int64_t> dim_sum;  // sum of the columns held (drives all-to-all volume)
   std::vector<std::uint32_t> shard_count;
+  std::vector<table_placement> tables;  // by table index; empty until a piece is placed
 
   placement_state() = default;
   explicit placement_state(std::size_t devices)
@@ -100,6 +127,41 @@ struct placement_state {
         checked_add(memory_bytes[s.device], shard_bytes(t, s), "device memory");
     dim_sum[s.device] += s.cols();
     ++shard_count[s.device];
+    note_placed(t.tables.size(), s.table, s.device);
+  }
+
+  // The inverse of place(t, s) on the per-device sums (exactly: integers),
+  // `bytes` = shard_bytes(t, s); the table's record as table_placement says.
+  void unplace(const shard& s, std::uint64_t bytes) {
+    memory_bytes[s.device] -= bytes;
+    dim_sum[s.device] -= s.cols();
+    --shard_count[s.device];
+    note_removed(s.table, s.device);
+  }
+  void unplace(const task& t, const shard& s) { unplace(s, shard_bytes(t, s)); }
+
+  // The per-table record alone, for searchers that keep the per-device sums
+  // themselves (the grid search adds bytes it computed once per piece).
+  void note_placed(std::size_t task_tables, std::uint32_t table, std::uint32_t device) {
+    if (tables.size() < task_tables) tables.resize(task_tables);
+    auto& r = tables[table];
+    if (r.pieces == 0) {
+      r.home = device;
+      r.on_home = 0;
+    }
+    ++r.pieces;
+    if (r.home == device) ++r.on_home;
+  }
+  void note_removed(std::uint32_t table, std::uint32_t device) {
+    auto& r = tables[table];
+    --r.pieces;
+    if (r.home == device && r.on_home > 0) --r.on_home;
+    if (r.pieces == 0) r = table_placement{};
+  }
+
+  // The record of `table` (an empty one before any placement).
+  table_placement of_table(std::size_t table) const noexcept {
+    return table < tables.size() ? tables[table] : table_placement{};
   }
 };
 

@@ -146,6 +146,9 @@ class in_full_task {
     return admits_with_bytes(*rule_, *full_, combined(st), translated(s), bytes);
   }
   std::string describe() const { return std::string(rule_->describe()); }
+  std::string explain(const task&, const placement_state& st, std::size_t table) const {
+    return explain_of(*rule_, *full_, combined(st), index_[table]);
+  }
 
  private:
   shard translated(shard s) const noexcept {
@@ -159,6 +162,12 @@ class in_full_task {
       out.dim_sum[d] += st.dim_sum[d];
       out.shard_count[d] += st.shard_count[d];
     }
+    // The sub-task's tables are not the split ones: their records move over
+    // under their full-task indices.
+    if (!st.tables.empty() && out.tables.size() < full_->tables.size())
+      out.tables.resize(full_->tables.size());
+    for (std::size_t k = 0; k < st.tables.size(); ++k)
+      if (st.tables[k].pieces > 0) out.tables[index_[k]] = st.tables[k];
     return out;
   }
 

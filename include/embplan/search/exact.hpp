@@ -172,9 +172,7 @@ struct exact_table_wise {
         descend(depth + 1);
         compute_[d] = before;
         mask_[d] &= ~(std::uint32_t{1} << table);
-        st_.memory_bytes[d] -= bytes;
-        st_.dim_sum[d] -= s.cols();
-        --st_.shard_count[d];
+        st_.unplace(s, bytes);
       }
     }
 

@@ -20,13 +20,18 @@ inline constexpr std::size_t listed_devices = 16;
 // Why table `table` of `t` fits on no device in state `st` under `rule`:
 // which table (name, index, bytes), under which rule (rule.describe()), and how
 // much memory is left on each device (or, past listed_devices devices, where
-// the most is left). A searcher that gives up returns it as
-// search_result::failure, e.g.
+// the most is left). Where the rule explains itself for this table
+// (explaining_constraint, e.g. table_rules' pins), its explanation instead. A searcher that gives
+// up returns it as search_result::failure, e.g.
 //   if (!placed) return {.ok = false, .failure = search::no_device_for(t, st, i, rule)};
 template <constraint Constraint>
 std::string no_device_for(const task& t, const placement_state& st, std::size_t table,
                           const Constraint& rule) {
   const auto& spec = t.tables[table];
+  // A rule that explains itself names the binding rule first (issue 24:
+  // "t17: pinned to device 3 but device 3 has 1.2 GiB free, needs 3.1 GiB").
+  if (std::string why = explain_of(rule, t, st, table); !why.empty())
+    return "table '" + spec.name + "' (index " + std::to_string(table) + "): " + why;
   const std::size_t devices = t.cluster.size();
   std::string out = "table '" + spec.name + "' (index " + std::to_string(table) + ", " +
                     std::to_string(table_bytes(spec, t.optimizer_state)) +

@@ -310,12 +310,6 @@ class local_improver {
     }
   }
 
-  static void unplace(const task& t, placement_state& st, const shard& s) {
-    st.memory_bytes[s.device] -= shard_bytes(t, s);
-    st.dim_sum[s.device] -= s.cols();
-    --st.shard_count[s.device];
-  }
-
   // The cost of device d holding `ids` minus pieces skip1/skip2, plus `extra`.
   compute_cost device_cost(std::size_t d, const multiset_key& key,
                            const std::vector<std::size_t>& ids, std::size_t skip1,
@@ -340,13 +334,13 @@ class local_improver {
   // entering ones added in turn (st_ changed in place, then restored: integer
   // sums, so exactly).
   bool admitted(const local_move& m) {
-    if (m.out_a != npos) unplace(t_, st_, pieces_[m.out_a]);
-    if (m.out_b != npos) unplace(t_, st_, pieces_[m.out_b]);
+    if (m.out_a != npos) st_.unplace(t_, pieces_[m.out_a]);
+    if (m.out_b != npos) st_.unplace(t_, pieces_[m.out_b]);
     bool ok = !m.has_in_a || rule_.admits(t_, st_, m.in_a);
     if (ok && m.has_in_a) {
       st_.place(t_, m.in_a);
       ok = !m.has_in_b || rule_.admits(t_, st_, m.in_b);
-      unplace(t_, st_, m.in_a);
+      st_.unplace(t_, m.in_a);
     } else if (ok) {
       ok = !m.has_in_b || rule_.admits(t_, st_, m.in_b);
     }
@@ -433,7 +427,7 @@ class local_improver {
     if (m.out_a != npos) gone.push_back(m.out_a);
     if (m.out_b != npos) gone.push_back(m.out_b);
     for (const std::size_t i : gone)
-      unplace(t_, st_, pieces_[i]);
+      st_.unplace(t_, pieces_[i]);
     std::sort(gone.begin(), gone.end(), std::greater<>());
     for (const std::size_t i : gone)
       pieces_.erase(pieces_.begin() + static_cast<std::ptrdiff_t>(i));

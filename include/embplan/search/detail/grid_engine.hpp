@@ -779,6 +779,8 @@ class grid_engine {
       cur_.st.memory_bytes[d] += order_bytes_[step];  // no overflow: it was placed before
       cur_.st.dim_sum[d] += order_shards_[step].cols();
       ++cur_.st.shard_count[d];
+      cur_.st.note_placed(t_.tables.size(), order_shards_[step].table,
+                          static_cast<std::uint32_t>(d));
       cur_.key[d] += order_keys_[step];
       cur_.head[d] = static_cast<std::int64_t>(step);
     }
@@ -905,6 +907,7 @@ class grid_engine {
     ps.st.memory_bytes.assign(devices, 0);
     ps.st.dim_sum.assign(devices, 0);
     ps.st.shard_count.assign(devices, 0);
+    ps.st.tables.clear();
     ps.key.resize(devices);
     ps.compute.resize(devices);
     ps.load.resize(devices);
@@ -925,6 +928,7 @@ class grid_engine {
         checked_add(cur_.st.memory_bytes[d], order_bytes_[step], "device memory");
     cur_.st.dim_sum[d] += order_shards_[step].cols();
     ++cur_.st.shard_count[d];
+    cur_.st.note_placed(t_.tables.size(), order_shards_[step].table, static_cast<std::uint32_t>(d));
     cur_.key[d] += order_keys_[step];
     prev_at_[step] = cur_.head[d];
     cur_.head[d] = static_cast<std::int64_t>(step);
