@@ -54,6 +54,29 @@ TEST_CASE("table_rules: empty rules admit everything and describe themselves as 
   CHECK(none.explain(t, st, 0).empty());
 }
 
+TEST_CASE("table_rules: the per-table record is asked for only by rules that read it") {
+  const auto t = six_tables();
+  CHECK_FALSE(embplan::reads_table_record(table_rules{}));
+  CHECK_FALSE(embplan::reads_table_record(embplan::default_constraint{}));
+  CHECK_FALSE(embplan::reads_table_record(embplan::paper_constraint{}));
+  CHECK_FALSE(embplan::reads_table_record(embplan::memory_capacity{}));
+  const table_rules apart(t, {.separate = {{0, 1}}});
+  CHECK(embplan::reads_table_record(apart));
+  CHECK(embplan::reads_table_record(
+      embplan::default_constraint{embplan::memory_capacity{}, embplan::dim_multiple{}, apart}));
+  // A state that does not record: its place/unplace leave the record empty.
+  embplan::placement_state st(4);
+  st.records_tables = false;
+  st.place(t, whole(t, 0, 1));
+  CHECK(st.tables.empty());
+  st.unplace(t, whole(t, 0, 1));
+  CHECK(st.shard_count[1] == 0);
+  st.records_tables = true;
+  st.place(t, whole(t, 0, 1));
+  CHECK(st.of_table(0).only_on(1));
+  CHECK_FALSE(st.of_table(0).only_on(2));
+}
+
 TEST_CASE("table_rules: allowed devices, pinning and hosts") {
   const auto t = six_tables();
   const table_rules rules(t, {.tables = {{.table = 0, .devices = {3}},

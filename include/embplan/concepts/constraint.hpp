@@ -43,6 +43,23 @@ concept explaining_constraint = constraint<C> &&
   { c.explain(t, st, table) } -> std::convertible_to<std::string>;
 };
 
+// Optional: reads_table_record() — whether admits() or explain() read
+// placement_state's per-table record (placement_state::tables; user
+// co-location, anti-affinity and max-shard rules do). Keeping the record costs
+// a searcher an update per placement and bigger state copies, so one that
+// keeps the state itself may stop it (placement_state::records_tables) where
+// no part of its constraint reads it. Without the member: false.
+template <constraint C>
+bool reads_table_record(const C& c) noexcept {
+  if constexpr (requires {
+                  { c.reads_table_record() } -> std::convertible_to<bool>;
+                }) {
+    return static_cast<bool>(c.reads_table_record());
+  } else {
+    return false;
+  }
+}
+
 // c.explain(t, st, table) where c offers it, else "".
 template <constraint C>
 std::string explain_of(const C& c, const task& t, const placement_state& st, std::size_t table) {

@@ -94,6 +94,12 @@ class all_of {
     return out.empty() ? "no constraint" : out;
   }
 
+  // Whether any part reads the per-table record (reads_table_record).
+  bool reads_table_record() const noexcept {
+    return std::apply([](const auto&... c) { return (embplan::reads_table_record(c) || ...); },
+                      parts_);
+  }
+
   // The first part's explain (explaining_constraint) that is not "".
   std::string explain(const task& t, const placement_state& st, std::size_t table) const {
     std::string out;

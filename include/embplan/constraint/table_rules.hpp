@@ -161,26 +161,14 @@ class table_rules {
   }
 
   bool empty() const noexcept { return data_ == nullptr; }
+  // Rules read where a table's pieces are (concepts/constraint.hpp); none
+  // when empty.
+  bool reads_table_record() const noexcept { return data_ != nullptr; }
 
+  // Empty rules admit at the cost of a pointer test, inlined into a
+  // searcher's step (the papers' presets carry empty rules).
   bool admits(const task& t, const placement_state& st, const shard& s) const {
-    if (data_ == nullptr) return true;
-    const auto& r = *data_;
-    if (t.tables.size() != r.tables || t.cluster.size() != r.devices) [[unlikely]]
-      mismatch(t);
-    const auto& e = r.entry[s.table];
-    if (!e.ruled) return true;
-    if ((e.kinds & static_cast<std::uint8_t>(kind_of(t, s))) == 0) return false;
-    if (!r.allows(e, s.device)) return false;
-    if (e.max_shards != 0 && st.of_table(s.table).pieces >= e.max_shards) return false;
-    if (e.colocate != constraint_detail::no_index) {
-      for (const auto m : r.colocate[e.colocate])
-        if (!st.of_table(m).only_on(s.device)) return false;
-    }
-    for (std::uint32_t g = e.separate_begin; g < e.separate_end; ++g) {
-      for (const auto m : r.separate[r.separate_of[g]])
-        if (m != s.table && st.of_table(m).maybe_on(s.device)) return false;
-    }
-    return true;
+    return data_ == nullptr || admits_ruled(t, st, s);
   }
 
   // "user constraints (2 table rules, 1 co-location group, 1 anti-affinity
@@ -259,6 +247,26 @@ class table_rules {
   }
 
  private:
+  // admits() with rules: the table's entry, then each kind of rule.
+  bool admits_ruled(const task& t, const placement_state& st, const shard& s) const {
+    const auto& r = *data_;
+    if (t.tables.size() != r.tables || t.cluster.size() != r.devices) [[unlikely]]
+      mismatch(t);
+    const auto& e = r.entry[s.table];
+    if (!e.ruled) return true;
+    if ((e.kinds & static_cast<std::uint8_t>(kind_of(t, s))) == 0) return false;
+    if (!r.allows(e, s.device)) return false;
+    if (e.max_shards != 0 && st.of_table(s.table).pieces >= e.max_shards) return false;
+    if (e.colocate != constraint_detail::no_index) {
+      for (const auto m : r.colocate[e.colocate])
+        if (!st.of_table(m).only_on(s.device)) return false;
+    }
+    for (std::uint32_t g = e.separate_begin; g < e.separate_end; ++g) {
+      for (const auto m : r.separate[r.separate_of[g]])
+        if (m != s.table && st.of_table(m).maybe_on(s.device)) return false;
+    }
+    return true;
+  }
   using rules_data = constraint_detail::rules_data;
 
   static std::string kinds_text(std::uint8_t kinds) {

@@ -112,11 +112,15 @@ struct table_placement {
 
 // Per-device running totals while a searcher places shards, and per table
 // where its pieces went (table_placement; sized on the first placement).
+// records_tables = false stops the per-table record (tables stays empty): for
+// a searcher whose constraint never reads it (reads_table_record,
+// concepts/constraint.hpp), to which the record is only cost.
 struct placement_state {
   std::vector<std::uint64_t> memory_bytes;
   std::vector<std::int64_t> dim_sum;  // sum of the columns held (drives all-to-all volume)
   std::vector<std::uint32_t> shard_count;
   std::vector<table_placement> tables;  // by table index; empty until a piece is placed
+  bool records_tables = true;
 
   placement_state() = default;
   explicit placement_state(std::size_t devices)
@@ -127,7 +131,7 @@ struct placement_state {
         checked_add(memory_bytes[s.device], shard_bytes(t, s), "device memory");
     dim_sum[s.device] += s.cols();
     ++shard_count[s.device];
-    note_placed(t.tables.size(), s.table, s.device);
+    if (records_tables) note_placed(t.tables.size(), s.table, s.device);
   }
 
   // The inverse of place(t, s) on the per-device sums (exactly: integers),
@@ -136,7 +140,7 @@ struct placement_state {
     memory_bytes[s.device] -= bytes;
     dim_sum[s.device] -= s.cols();
     --shard_count[s.device];
-    note_removed(s.table, s.device);
+    if (records_tables) note_removed(s.table, s.device);
   }
   void unplace(const task& t, const shard& s) { unplace(s, shard_bytes(t, s)); }
 

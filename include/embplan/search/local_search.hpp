@@ -111,6 +111,7 @@ class local_improver {
     key_.resize(devices);
     compute_.resize(devices);
     st_ = placement_state(devices);
+    st_.records_tables = reads_table_record(rule);
     for (std::size_t d = 0; d < devices; ++d)
       key_[d] = kinds_.empty(d);
     index_pieces();

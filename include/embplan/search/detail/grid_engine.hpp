@@ -779,8 +779,10 @@ class grid_engine {
       cur_.st.memory_bytes[d] += order_bytes_[step];  // no overflow: it was placed before
       cur_.st.dim_sum[d] += order_shards_[step].cols();
       ++cur_.st.shard_count[d];
-      cur_.st.note_placed(t_.tables.size(), order_shards_[step].table,
-                          static_cast<std::uint32_t>(d));
+      if (cur_.st.records_tables) {
+        cur_.st.note_placed(t_.tables.size(), order_shards_[step].table,
+                            static_cast<std::uint32_t>(d));
+      }
       cur_.key[d] += order_keys_[step];
       cur_.head[d] = static_cast<std::int64_t>(step);
     }
@@ -908,6 +910,7 @@ class grid_engine {
     ps.st.dim_sum.assign(devices, 0);
     ps.st.shard_count.assign(devices, 0);
     ps.st.tables.clear();
+    ps.st.records_tables = reads_table_record(rule_);  // else the record is only cost
     ps.key.resize(devices);
     ps.compute.resize(devices);
     ps.load.resize(devices);
@@ -928,7 +931,10 @@ class grid_engine {
         checked_add(cur_.st.memory_bytes[d], order_bytes_[step], "device memory");
     cur_.st.dim_sum[d] += order_shards_[step].cols();
     ++cur_.st.shard_count[d];
-    cur_.st.note_placed(t_.tables.size(), order_shards_[step].table, static_cast<std::uint32_t>(d));
+    if (cur_.st.records_tables) {
+      cur_.st.note_placed(t_.tables.size(), order_shards_[step].table,
+                          static_cast<std::uint32_t>(d));
+    }
     cur_.key[d] += order_keys_[step];
     prev_at_[step] = cur_.head[d];
     cur_.head[d] = static_cast<std::int64_t>(step);
