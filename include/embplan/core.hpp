@@ -11,6 +11,7 @@
 
 // core: the data model
 #include "embplan/core/checked.hpp"
+#include "embplan/core/content_hash.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"

@@ -9,6 +9,13 @@
 #define EMBPLAN_VERSION \
   (EMBPLAN_VERSION_MAJOR * 10000 + EMBPLAN_VERSION_MINOR * 100 + EMBPLAN_VERSION_PATCH)
 
+// "0.1.0": what a plan records as the version that made it (core/content_hash.hpp).
+#define EMBPLAN_STRINGIZE_(x) #x
+#define EMBPLAN_STRINGIZE(x) EMBPLAN_STRINGIZE_(x)
+#define EMBPLAN_VERSION_STRING             \
+  EMBPLAN_STRINGIZE(EMBPLAN_VERSION_MAJOR) \
+  "." EMBPLAN_STRINGIZE(EMBPLAN_VERSION_MINOR) "." EMBPLAN_STRINGIZE(EMBPLAN_VERSION_PATCH)
+
 // The ABI namespace. Every declaration of the library lives in the inline
 // namespace embplan::EMBPLAN_ABI (v0_1 for 0.1.x), so users still write
 // embplan::task, while two builds against versions with different layouts do

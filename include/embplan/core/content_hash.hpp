@@ -1,0 +1,145 @@
+#pragma once
+// The content hash of what was planned: the task, the planner's name and the
+// seed (issue 24, "a plan carries a content hash ... so two machines can check
+// they planned the same thing"). It is FNV-1a 64 over an explicit canonical
+// byte string, so it is the same on every run, platform and compiler (never
+// std::hash, whose values the standard leaves to the implementation).
+//
+// The canonical bytes, version 1 (a change to them changes every hash, and the
+// golden value in test/core/content_hash_test.cpp says so):
+//   str("embplan.content_hash.v1")
+//   u64(tables); per table: str(name) i64(rows) i32(dim) f64(pooling_factor)
+//                           17 x f64(reuse bin) u8(weight_dtype)
+//   u64(devices); per device: str(name) u64(memory_bytes)
+//                             f64(memory_bandwidth_gbps) f64(cache_bandwidth_gbps)
+//                             u64(cache_bytes)
+//   i32(devices_per_host) f64(intra_host_bandwidth_gbps)
+//   f64(inter_host_bandwidth_gbps) f64(collective_latency_ms)
+//   i64(batch_size) u8(optimizer_state)
+//   str(planner) u64(seed)
+// where integers are fixed-width little-endian (two's complement), f64 is the
+// IEEE-754 binary64 bit pattern as a u64 (-0.0 written as +0.0: they compare
+// equal), str is u64(length in bytes) then the bytes, and enums are their
+// underlying values. The task's own name is a label and is left out: renaming
+// a task does not change what is planned. The library version is not hashed
+// but recorded beside the hash (plan_provenance), so that a check can tell "a
+// different task" from "another version of embplan".
+
+#include <bit>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI {
+
+namespace detail {
+
+// FNV-1a 64 (Fowler, Noll, Vo; offset basis and prime of the 64-bit variant)
+// fed the canonical bytes one field at a time.
+class canonical_hasher {
+ public:
+  void u8(std::uint8_t v) noexcept { state_ = (state_ ^ v) * 0x100000001b3ULL; }
+  void u64(std::uint64_t v) noexcept {
+    for (int i = 0; i < 8; ++i)
+      u8(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void u32(std::uint32_t v) noexcept {
+    for (int i = 0; i < 4; ++i)
+      u8(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  void i64(std::int64_t v) noexcept { u64(static_cast<std::uint64_t>(v)); }
+  void i32(std::int32_t v) noexcept { u32(static_cast<std::uint32_t>(v)); }
+  void f64(double v) noexcept { u64(std::bit_cast<std::uint64_t>(v == 0.0 ? 0.0 : v)); }
+  void str(std::string_view s) noexcept {
+    u64(s.size());
+    for (const char c : s)
+      u8(static_cast<std::uint8_t>(c));
+  }
+
+  std::uint64_t value() const noexcept { return state_; }
+
+ private:
+  std::uint64_t state_ = 0xcbf29ce484222325ULL;
+};
+
+}  // namespace detail
+
+inline constexpr std::string_view content_hash_format = "embplan.content_hash.v1";
+
+// The hash of (t, planner, seed) as the header comment defines it.
+inline std::uint64_t content_hash(const task& t, std::string_view planner, std::uint64_t seed) {
+  detail::canonical_hasher h;
+  h.str(content_hash_format);
+  h.u64(t.tables.size());
+  for (const auto& spec : t.tables) {
+    h.str(spec.name);
+    h.i64(spec.rows);
+    h.i32(spec.dim);
+    h.f64(spec.pooling_factor);
+    for (const double bin : spec.reuse_hist)
+      h.f64(bin);
+    h.u8(static_cast<std::uint8_t>(spec.weight_dtype));
+  }
+  h.u64(t.cluster.devices.size());
+  for (const auto& d : t.cluster.devices) {
+    h.str(d.name);
+    h.u64(d.memory_bytes);
+    h.f64(d.memory_bandwidth_gbps);
+    h.f64(d.cache_bandwidth_gbps);
+    h.u64(d.cache_bytes);
+  }
+  h.i32(t.cluster.devices_per_host);
+  h.f64(t.cluster.intra_host_bandwidth_gbps);
+  h.f64(t.cluster.inter_host_bandwidth_gbps);
+  h.f64(t.cluster.collective_latency_ms);
+  h.i64(t.batch_size);
+  h.u8(static_cast<std::uint8_t>(t.optimizer_state));
+  h.str(planner);
+  h.u64(seed);
+  return h.value();
+}
+
+// 16 lower-case hex digits, most significant first.
+inline std::string hash_hex(std::uint64_t h) {
+  constexpr char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4)
+    out[static_cast<std::size_t>(i)] = digits[h & 0xF];
+  return out;
+}
+
+// The hash hash_hex wrote (16 hex digits, either case), or none.
+inline std::optional<std::uint64_t> parse_hash_hex(std::string_view s) noexcept {
+  if (s.size() != 16) return std::nullopt;
+  std::uint64_t v = 0;
+  for (const char c : s) {
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+    if (d < 0) return std::nullopt;
+    v = (v << 4) | static_cast<std::uint64_t>(d);
+  }
+  return v;
+}
+
+// What a plan records of how it was made: the planner, the seed, the content
+// hash of (task, planner, seed) and the version of embplan that planned it.
+struct plan_provenance {
+  std::string planner{};
+  std::uint64_t seed = 0;
+  std::uint64_t content_hash = 0;
+  std::string version{};
+
+  friend bool operator==(const plan_provenance&, const plan_provenance&) = default;
+};
+
+inline plan_provenance provenance_of(const task& t, std::string_view planner, std::uint64_t seed) {
+  return {std::string(planner), seed, content_hash(t, planner, seed), EMBPLAN_VERSION_STRING};
+}
+
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -1,0 +1,123 @@
+#include "embplan/core/content_hash.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// The task of the golden value: change nothing here without a new format.
+embplan::task golden_task() {
+  embplan::task t;
+  t.name = "golden";
+  const auto table = [](std::string name, std::int64_t rows, std::int32_t dim, double pooling) {
+    embplan::table_spec s;
+    s.name = std::move(name);
+    s.rows = rows;
+    s.dim = dim;
+    s.pooling_factor = pooling;
+    return s;
+  };
+  auto a = table("t0", 1000, 16, 2.5);
+  a.reuse_hist[0] = 1.0;
+  auto b = table("t1", 50000, 64, 10.0);
+  b.reuse_hist[0] = 0.5;
+  b.reuse_hist[3] = 0.5;
+  b.weight_dtype = embplan::dtype::fp16;
+  t.tables = {a, b};
+  t.cluster = embplan::uniform_topology(2, {}, 2);
+  t.batch_size = 4096;
+  t.optimizer_state = embplan::optimizer::sgd;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("content hash: a golden value for a fixed task (the canonical bytes, format v1)") {
+  // Computed by an independent implementation of the format in the header
+  // comment (Python struct.pack '<' + FNV-1a 64), not by this code.
+  CHECK(embplan::hash_hex(embplan::content_hash(golden_task(), "lookup_greedy", 7)) ==
+        "e95aeef76cfa0a88");
+}
+
+TEST_CASE("content hash: the same for a copy and a second call, 16 hex digits round-trip") {
+  const auto t = golden_task();
+  const auto copy = t;
+  const auto h = embplan::content_hash(t, "neuroshard", 3);
+  CHECK(embplan::content_hash(copy, "neuroshard", 3) == h);
+  CHECK(embplan::content_hash(t, "neuroshard", 3) == h);
+  CHECK(embplan::hash_hex(h).size() == 16);
+  CHECK(embplan::parse_hash_hex(embplan::hash_hex(h)) == h);
+  CHECK(embplan::hash_hex(0x0123456789abcdefULL) == "0123456789abcdef");
+  CHECK(embplan::parse_hash_hex("0123456789ABCDEF") == 0x0123456789abcdefULL);
+  CHECK_FALSE(embplan::parse_hash_hex("0123456789abcde").has_value());
+  CHECK_FALSE(embplan::parse_hash_hex("0123456789abcdeg").has_value());
+  // The task's name is a label, not hashed.
+  auto renamed = t;
+  renamed.name = "another";
+  CHECK(embplan::content_hash(renamed, "neuroshard", 3) == h);
+  // -0.0 == 0.0, so they hash alike.
+  auto negative_zero = t;
+  negative_zero.tables[0].reuse_hist[5] = -0.0;
+  CHECK(embplan::content_hash(negative_zero, "neuroshard", 3) == h);
+}
+
+TEST_CASE("content hash: changes when any field, the planner or the seed changes") {
+  const auto t = golden_task();
+  const auto h = embplan::content_hash(t, "lookup_greedy", 7);
+  using edit = std::function<void(embplan::task&)>;
+  const std::vector<std::pair<const char*, edit>> edits{
+      {"table name", [](auto& x) { x.tables[1].name = "t2"; }},
+      {"rows", [](auto& x) { x.tables[0].rows += 1; }},
+      {"dim", [](auto& x) { x.tables[0].dim = 20; }},
+      {"pooling_factor", [](auto& x) { x.tables[1].pooling_factor = 10.000001; }},
+      {"reuse bin", [](auto& x) { x.tables[1].reuse_hist[16] = 1e-9; }},
+      {"weight dtype", [](auto& x) { x.tables[0].weight_dtype = embplan::dtype::int8; }},
+      {"table order", [](auto& x) { std::swap(x.tables[0], x.tables[1]); }},
+      {"a table more", [](auto& x) { x.tables.push_back(x.tables[0]); }},
+      {"device name", [](auto& x) { x.cluster.devices[1].name = "gpu1"; }},
+      {"device memory", [](auto& x) { x.cluster.devices[0].memory_bytes -= 1; }},
+      {"memory bandwidth", [](auto& x) { x.cluster.devices[1].memory_bandwidth_gbps = 900.0; }},
+      {"cache bandwidth", [](auto& x) { x.cluster.devices[1].cache_bandwidth_gbps = 1.0; }},
+      {"cache bytes", [](auto& x) { x.cluster.devices[0].cache_bytes = 0; }},
+      {"a device more", [](auto& x) { x.cluster.devices.push_back(x.cluster.devices[0]); }},
+      {"devices_per_host", [](auto& x) { x.cluster.devices_per_host = 1; }},
+      {"intra-host bandwidth", [](auto& x) { x.cluster.intra_host_bandwidth_gbps = 300.0; }},
+      {"inter-host bandwidth", [](auto& x) { x.cluster.inter_host_bandwidth_gbps = 25.0; }},
+      {"collective latency", [](auto& x) { x.cluster.collective_latency_ms = 0.0; }},
+      {"batch size", [](auto& x) { x.batch_size = 4097; }},
+      {"optimizer", [](auto& x) { x.optimizer_state = embplan::optimizer::adam; }},
+  };
+  for (const auto& [what, change] : edits) {
+    CAPTURE(what);
+    auto changed = t;
+    change(changed);
+    CHECK(embplan::content_hash(changed, "lookup_greedy", 7) != h);
+  }
+  CHECK(embplan::content_hash(t, "size_greedy", 7) != h);
+  CHECK(embplan::content_hash(t, "lookup_greedy", 8) != h);
+  // Strings are length-prefixed: moving a character between two names shows.
+  auto a = t;
+  a.tables[0].name = "t0x";
+  a.tables[1].name = "t1";
+  auto b = t;
+  b.tables[0].name = "t0";
+  b.tables[1].name = "xt1";
+  CHECK(embplan::content_hash(a, "p", 0) != embplan::content_hash(b, "p", 0));
+}
+
+TEST_CASE("provenance_of: planner, seed, hash and this library's version") {
+  const auto t = golden_task();
+  const auto p = embplan::provenance_of(t, "lookup_greedy", 7);
+  CHECK(p.planner == "lookup_greedy");
+  CHECK(p.seed == 7);
+  CHECK(p.content_hash == embplan::content_hash(t, "lookup_greedy", 7));
+  CHECK(p.version == std::string(EMBPLAN_VERSION_STRING));
+  CHECK(p.version == std::to_string(EMBPLAN_VERSION_MAJOR) + "." +
+                         std::to_string(EMBPLAN_VERSION_MINOR) + "." +
+                         std::to_string(EMBPLAN_VERSION_PATCH));
+}
