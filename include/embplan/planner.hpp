@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "embplan/check_plan.hpp"
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/concepts/reward.hpp"
@@ -189,25 +190,14 @@ class planner {
   // out.ok = false, out.failure naming searcher, rule and shard) at the first
   // shard the constraint refuses.
   bool replay_constraint(const task& t, plan_result& out) const {
-    placement_state st(t.cluster.size());
-    const auto& shards = out.placement.shards;
-    for (std::size_t i = 0; i < shards.size(); ++i) {
-      const shard& s = shards[i];
-      if (!static_cast<bool>(constraint_.admits(t, st, s))) {
-        const auto& spec = t.tables[s.table];
-        out.ok = false;
-        out.failure = "searcher '" + std::string(search_.name()) + "' violated " +
-                      std::string(constraint_.describe()) + " at shard " + std::to_string(i) +
-                      ": table " + std::to_string(s.table) +
-                      (spec.name.empty() ? std::string() : " '" + spec.name + "'") + " columns [" +
-                      std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ") rows [" +
-                      std::to_string(s.row_begin) + ", " + std::to_string(s.row_end) + ")" +
-                      (s.replica ? " (replica)" : "") + " on device " + std::to_string(s.device);
-        return false;
-      }
-      st.place(t, s);
-    }
-    return true;
+    embplan::replay_constraint(t, out.placement, constraint_, [&](std::size_t i) {
+      out.ok = false;
+      out.failure = "searcher '" + std::string(search_.name()) + "' violated " +
+                    std::string(constraint_.describe()) + " at shard " + std::to_string(i) + ": " +
+                    describe_shard(t, out.placement.shards[i]);
+      return false;
+    });
+    return out.ok;
   }
 
   CostModel cost_{};

@@ -24,24 +24,12 @@
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
 
+#include "support/pin.hpp"
 #include "support/random_task.hpp"
 
 namespace {
 
-// A user's rule: table `table` (the caller's index) only on device `device`.
-struct pin {
-  std::uint32_t table = 3;
-  std::uint32_t device = 0;
-
-  bool admits(const embplan::task&, const embplan::placement_state&,
-              const embplan::shard& s) const {
-    return s.table != table || s.device == device;
-  }
-  std::string describe() const {
-    return "table " + std::to_string(table) + " on device " + std::to_string(device);
-  }
-};
-static_assert(embplan::constraint<pin>);
+using embplan_test::pin;
 
 using pinned = embplan::all_of<embplan::memory_capacity, embplan::dim_multiple, pin>;
 

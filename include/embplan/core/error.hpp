@@ -39,16 +39,22 @@ std::string to_display(const T& value) {
   }
 }
 
-// "field 'tables[3].rows' = -5: expected a positive integer"
-template <class T>
-[[noreturn]] void fail(std::string_view field, const T& value, std::string_view expected) {
+// "field 'tables[3].rows' = -5: expected a positive integer", `shown` being
+// the value as to_display shows it.
+inline std::string field_message(std::string_view field, std::string_view shown,
+                                 std::string_view expected) {
   std::string msg = "field '";
   msg += field;
   msg += "' = ";
-  msg += to_display(value);
+  msg += shown;
   msg += ": expected ";
   msg += expected;
-  throw error(msg);
+  return msg;
+}
+
+template <class T>
+[[noreturn]] void fail(std::string_view field, const T& value, std::string_view expected) {
+  throw error(field_message(field, to_display(value), expected));
 }
 
 [[noreturn]] inline void fail_missing(std::string_view field, std::string_view expected) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -231,72 +232,201 @@ inline std::optional<std::pair<std::size_t, std::size_t>> overlapping_pair(
 
 }  // namespace detail
 
-// Validates a plan against its task: references in range, each table's rows x
-// columns covered exactly once by non-replica shards (replicas must lie inside
-// the table), column pieces multiples of check.dim_multiple, memory within caps.
-inline void validate(const task& t, const plan& p, plan_check check = {}) {
+// One thing wrong with a plan: its kind, whom it concerns ("table 1 't1'",
+// "device 2 'cuda:2'", "shard 4" where the shard names no table of the task)
+// and what is wrong, as the embplan::error of validate() says it ("field
+// 'shards[4].device' = 9: expected a device index below 4").
+enum class plan_problem_kind : std::uint8_t {
+  table_index,   // a shard names no table of the task
+  device_index,  // a shard names no device of the task
+  shape,         // an empty range, or one beyond the table
+  dim_multiple,  // a column piece that is not a multiple of plan_check::dim_multiple
+  uncovered,     // a table no (non-replica) shard covers
+  overlap,       // a table's cells covered twice
+  partial,       // a table's cells not all covered
+  memory,        // a device holding more than its memory_bytes
+  constraint     // a shard the Constraint refuses (check_plan.hpp)
+};
+
+struct plan_problem {
+  plan_problem_kind kind = plan_problem_kind::table_index;
+  std::string subject{};
+  std::string message{};
+
+  friend bool operator==(const plan_problem&, const plan_problem&) = default;
+};
+
+// "table 1 't1': field 'shards[4].device' = 9: expected a device index below 4"
+inline std::string to_string(const plan_problem& p) {
+  return p.subject + ": " + p.message;
+}
+
+// "table 1 't1'" ("table 1" for an unnamed table).
+inline std::string table_subject(const task& t, std::size_t table) {
+  std::string out = "table " + std::to_string(table);
+  if (table < t.tables.size() && !t.tables[table].name.empty()) {
+    out += " '" + t.tables[table].name + "'";
+  }
+  return out;
+}
+
+// "device 2 'cuda:2'" ("device 2" for an unnamed device).
+inline std::string device_subject(const task& t, std::size_t device) {
+  std::string out = "device " + std::to_string(device);
+  if (device < t.cluster.size() && !t.cluster.devices[device].name.empty()) {
+    out += " '" + t.cluster.devices[device].name + "'";
+  }
+  return out;
+}
+
+// "table 2 't2' columns [0, 16) rows [0, 1000) (replica) on device 1": a
+// shard in a message.
+inline std::string describe_shard(const task& t, const shard& s) {
+  const auto range = [](auto a, auto b) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + ")";
+  };
+  return table_subject(t, s.table) + " columns " + range(s.col_begin, s.col_end) + " rows " +
+         range(s.row_begin, s.row_end) + (s.replica ? " (replica)" : "") + " on device " +
+         std::to_string(s.device);
+}
+
+// A shard's columns and rows: non-empty ranges inside its table.
+inline bool legal_shape(const table_spec& spec, const shard& s) noexcept {
+  return s.col_begin >= 0 && s.col_end <= spec.dim && s.col_begin < s.col_end && s.row_begin >= 0 &&
+         s.row_end <= spec.rows && s.row_begin < s.row_end;
+}
+
+// A shard that names a table and a device of `t` and has a legal shape: one
+// that can be placed and priced.
+inline bool well_formed(const task& t, const shard& s) noexcept {
+  return s.table < t.tables.size() && s.device < t.cluster.size() &&
+         legal_shape(t.tables[s.table], s);
+}
+
+namespace detail {
+
+inline std::string to_decimal(uint128 v) {
+  std::string out;
+  do {
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v != 0);
+  return out;
+}
+
+// Every problem of plan `p` for task `t` under `check`, each passed to
+// found(plan_problem&&) as it is seen: per shard its references, ranges and
+// column multiple; then per table its coverage (each cell exactly once by the
+// non-replica shards; skipped for a table with a shard of illegal shape, which
+// is reported already); then per device its memory (shards that name a table
+// and a device of the task and have a legal shape). validate() throws the
+// first; plan_problems() collects them all.
+template <class Found>
+void for_each_plan_problem(const task& t, const plan& p, plan_check check, Found&& found) {
+  using kind = plan_problem_kind;
   const std::size_t tables = t.tables.size();
   const std::size_t devices = t.cluster.size();
+  const auto report = [&](kind k, std::string subject, std::string_view field,
+                          std::string_view shown, std::string_view expected) {
+    found(plan_problem{k, std::move(subject), field_message(field, shown, expected)});
+  };
   std::vector<std::vector<std::size_t>> by_table(tables);
+  std::vector<std::uint8_t> misshapen(tables, 0);  // tables with a shard of illegal shape
   for (std::size_t i = 0; i < p.shards.size(); ++i) {
     const auto& s = p.shards[i];
-    const auto at = detail::path("shards", i);
+    const auto at = path("shards", i);
     if (s.table >= tables) {
-      detail::fail(detail::path(at, "table"), s.table,
-                   "a table index below " + std::to_string(tables));
+      report(kind::table_index, "shard " + std::to_string(i), path(at, "table"),
+             to_display(s.table), "a table index below " + std::to_string(tables));
+      continue;
     }
+    const auto subject = table_subject(t, s.table);
     if (s.device >= devices) {
-      detail::fail(detail::path(at, "device"), s.device,
-                   "a device index below " + std::to_string(devices));
+      report(kind::device_index, subject, path(at, "device"), to_display(s.device),
+             "a device index below " + std::to_string(devices));
     }
     const auto& spec = t.tables[s.table];
     if (s.col_begin < 0 || s.col_end > spec.dim || s.col_begin >= s.col_end) {
-      detail::fail(detail::path(at, "columns"),
-                   "[" + std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ")",
-                   "a non-empty range inside [0, " + std::to_string(spec.dim) + ")");
+      report(kind::shape, subject, path(at, "columns"),
+             to_display("[" + std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ")"),
+             "a non-empty range inside [0, " + std::to_string(spec.dim) + ")");
+      misshapen[s.table] = 1;
     }
     if (s.row_begin < 0 || s.row_end > spec.rows || s.row_begin >= s.row_end) {
-      detail::fail(detail::path(at, "rows"),
-                   "[" + std::to_string(s.row_begin) + ", " + std::to_string(s.row_end) + ")",
-                   "a non-empty range inside [0, " + std::to_string(spec.rows) + ")");
+      report(kind::shape, subject, path(at, "rows"),
+             to_display("[" + std::to_string(s.row_begin) + ", " + std::to_string(s.row_end) + ")"),
+             "a non-empty range inside [0, " + std::to_string(spec.rows) + ")");
+      misshapen[s.table] = 1;
     }
     if (check.dim_multiple > 0 && s.cols() % check.dim_multiple != 0) {
-      detail::fail(detail::path(at, "columns"), s.cols(),
-                   "a multiple of " + std::to_string(check.dim_multiple));
+      report(kind::dim_multiple, subject, path(at, "columns"), to_display(s.cols()),
+             "a multiple of " + std::to_string(check.dim_multiple));
     }
     if (!s.replica) by_table[s.table].push_back(i);
   }
-  std::vector<detail::column_event> events;
+  std::vector<column_event> events;
   for (std::size_t ti = 0; ti < tables; ++ti) {
+    if (misshapen[ti] != 0) continue;
     const auto& spec = t.tables[ti];
     const auto& ids = by_table[ti];
-    const auto where = detail::path("tables", ti);
-    if (ids.empty()) detail::fail(where, spec.name, "a table covered by at least one shard");
-    detail::uint128 area = 0;
+    const auto where = path("tables", ti);
+    const auto name = to_display(spec.name);
+    if (ids.empty()) {
+      report(kind::uncovered, table_subject(t, ti), where, name,
+             "a table covered by at least one shard");
+      continue;
+    }
+    uint128 area = 0;
     for (const auto id : ids) {
       const auto& x = p.shards[id];
-      area += static_cast<detail::uint128>(x.rows()) * static_cast<detail::uint128>(x.cols());
+      area += static_cast<uint128>(x.rows()) * static_cast<uint128>(x.cols());
     }
-    if (const auto pair = detail::overlapping_pair(p.shards, ids, events)) {
-      detail::fail(where, spec.name,
-                   "each cell covered once, but shards " + std::to_string(pair->first) + " and " +
-                       std::to_string(pair->second) + " overlap");
+    if (const auto pair = overlapping_pair(p.shards, ids, events)) {
+      report(kind::overlap, table_subject(t, ti), where, name,
+             "each cell covered once, but shards " + std::to_string(pair->first) + " and " +
+                 std::to_string(pair->second) + " overlap");
+      continue;
     }
-    const auto full =
-        static_cast<detail::uint128>(spec.rows) * static_cast<detail::uint128>(spec.dim);
+    const auto full = static_cast<uint128>(spec.rows) * static_cast<uint128>(spec.dim);
     if (area != full) {
-      detail::fail(where, spec.name, "shards that cover all rows x columns (some are missing)");
+      report(kind::partial, table_subject(t, ti), where, name,
+             "shards that cover all rows x columns (some are missing: " + to_decimal(area) +
+                 " of " + std::to_string(spec.rows) + " x " + std::to_string(spec.dim) +
+                 " cells covered)");
     }
   }
-  if (check.memory) {
-    const auto st = state_of(t, p);
-    for (std::size_t d = 0; d < devices; ++d) {
-      if (st.memory_bytes[d] > t.cluster.devices[d].memory_bytes) {
-        detail::fail(detail::path("devices", d) + ".memory_bytes", st.memory_bytes[d],
-                     "at most the capacity " + std::to_string(t.cluster.devices[d].memory_bytes));
-      }
+  if (!check.memory) return;
+  placement_state st(devices);
+  st.records_tables = false;
+  for (const auto& s : p.shards)
+    if (well_formed(t, s)) st.place(t, s);
+  for (std::size_t d = 0; d < devices; ++d) {
+    if (st.memory_bytes[d] > t.cluster.devices[d].memory_bytes) {
+      report(kind::memory, device_subject(t, d), path("devices", d) + ".memory_bytes",
+             to_display(st.memory_bytes[d]),
+             "at most the capacity " + std::to_string(t.cluster.devices[d].memory_bytes));
     }
   }
+}
+
+}  // namespace detail
+
+// Validates a plan against its task: references in range, each table's rows x
+// columns covered exactly once by non-replica shards (replicas must lie inside
+// the table), column pieces multiples of check.dim_multiple, memory within
+// caps. Throws the first problem (detail::for_each_plan_problem's order).
+inline void validate(const task& t, const plan& p, plan_check check = {}) {
+  detail::for_each_plan_problem(t, p, check,
+                                [](plan_problem&& x) { throw error(std::move(x.message)); });
+}
+
+// Every problem validate() would throw the first of; empty: the plan is valid.
+inline std::vector<plan_problem> plan_problems(const task& t, const plan& p,
+                                               plan_check check = {}) {
+  std::vector<plan_problem> out;
+  detail::for_each_plan_problem(t, p, check,
+                                [&](plan_problem&& x) { out.push_back(std::move(x)); });
+  return out;
 }
 
 }  // namespace embplan::inline EMBPLAN_ABI

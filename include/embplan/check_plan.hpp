@@ -1,0 +1,65 @@
+#pragma once
+// check_plan: everything wrong with a plan for a task, each problem naming the
+// table or device and the values (issue 24: "`embplan plan --check plan.json`
+// re-validates a plan against a task (coverage, memory, constraints) and says
+// what is wrong"). The structural checks are validate()'s own
+// (core/plan.hpp, plan_problems); the Constraint is replayed over the plan's
+// shards in plan order, as the planner holds a searcher's plan to it.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "embplan/concepts/constraint.hpp"
+#include "embplan/core/error.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI {
+
+// The plan's shards, in plan order, through c.admits, each placed after it was
+// asked whether refused or not; refused(i) for each shard i it refuses, until
+// refused returns false. Shards with usable[i] == 0 are neither asked nor
+// placed (an empty `usable`: every shard is asked).
+template <constraint Constraint, class Refused>
+void replay_constraint(const task& t, const plan& p, const Constraint& c, Refused&& refused,
+                       std::span<const std::uint8_t> usable = {}) {
+  placement_state st(t.cluster.size());
+  st.records_tables = reads_table_record(c);
+  for (std::size_t i = 0; i < p.shards.size(); ++i) {
+    if (!usable.empty() && usable[i] == 0) continue;
+    const shard& s = p.shards[i];
+    if (!static_cast<bool>(c.admits(t, st, s)) && !refused(i)) return;
+    st.place(t, s);
+  }
+}
+
+// Every problem of `p` for `t`: validate()'s (references, shapes, column
+// multiple, coverage, memory per `check`) and each shard `c` refuses, replayed
+// over the shards that name a table and a device of the task with a legal
+// shape. Empty: the plan is valid.
+template <constraint Constraint>
+std::vector<plan_problem> check_plan(const task& t, const plan& p, const Constraint& c,
+                                     plan_check check = {}) {
+  auto out = plan_problems(t, p, check);
+  std::vector<std::uint8_t> usable(p.shards.size(), 1);
+  for (std::size_t i = 0; i < p.shards.size(); ++i)
+    usable[i] = well_formed(t, p.shards[i]) ? 1 : 0;
+  replay_constraint(
+      t, p, c,
+      [&](std::size_t i) {
+        const auto& s = p.shards[i];
+        out.push_back({plan_problem_kind::constraint, table_subject(t, s.table),
+                       detail::field_message(
+                           detail::path("shards", i), detail::to_display(describe_shard(t, s)),
+                           "a placement that " + std::string(c.describe()) + " admits")});
+        return true;
+      },
+      usable);
+  return out;
+}
+
+}  // namespace embplan::inline EMBPLAN_ABI
