@@ -632,6 +632,68 @@ TEST_CASE("bad plans name the shard and the value") {
   CHECK(contains(bad(j), "shards 1 and 5 overlap"));
 }
 
+TEST_CASE("a plan records planner, seed, content hash and version, and reads them back") {
+  const auto t = small_task(5);
+  const auto p = embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0});
+  const auto made = embplan::provenance_of(t, "lookup_greedy", 42);
+  const auto j = io::to_json(t, p, made);
+  CHECK(j["planner"] == "lookup_greedy");
+  CHECK(j["seed"] == 42);
+  CHECK(j["content_hash"] == embplan::hash_hex(made.content_hash));
+  CHECK(j["embplan_version"] == EMBPLAN_VERSION_STRING);
+  CHECK(io::plan_from_json(io::parse_json(j.dump()), t) == p);
+  CHECK(io::provenance_from_json(io::parse_json(j.dump())) == made);
+  CHECK_FALSE(io::provenance_from_json(io::to_json(t, p)).has_value());  // none recorded
+  CHECK_FALSE(io::provenance_from_json(j["shards"]).has_value());
+
+  const auto bad = [](const json& x) {
+    return error_of([&] { (void)io::provenance_from_json(x); });
+  };
+  auto part = j;
+  part.erase("seed");
+  CHECK(contains(bad(part),
+                 "field 'plan.seed' is missing: expected the seed (a plan records "
+                 "planner, seed, content_hash and embplan_version together)"));
+  auto hash = j;
+  hash["content_hash"] = "12345";
+  CHECK(contains(bad(hash), "field 'plan.content_hash' = \"12345\": expected 16 hex digits"));
+  auto seed = j;
+  seed["seed"] = -1;
+  CHECK(contains(bad(seed), "field 'plan.seed' = -1: expected a non-negative integer"));
+}
+
+TEST_CASE("plan_from_json_unchecked keeps what check_plan judges; syntax and names still checked") {
+  const auto t = small_task(5);
+  auto j = io::to_json(t, embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0}));
+  j["shards"][1]["device"] = 7;
+  j["shards"][2]["table"] = 9;
+  j["shards"][2].erase("table_name");
+  j["shards"][3]["columns"] = {0, 1000};
+  j["shards"].erase(4);
+  const auto p = io::plan_from_json_unchecked(j, t);
+  REQUIRE(p.shards.size() == 4);
+  CHECK(p.shards[1].device == 7);
+  CHECK(p.shards[2].table == 9);
+  CHECK(p.shards[3].col_end == 1000);
+  CHECK(contains(error_of([&] { (void)io::plan_from_json(j, t); }), "shards[1].device"));
+
+  const auto bad = [&](const json& x) {
+    return error_of([&] { (void)io::plan_from_json_unchecked(x, t); });
+  };
+  auto k = j;
+  k["shards"][0]["device"] = "cuda:9";
+  CHECK(contains(bad(k), "field 'shards[0].device' = \"cuda:9\": expected the name of a device"));
+  k = j;
+  k["shards"][0]["table"] = -1;
+  CHECK(contains(bad(k), "field 'shards[0].table' = -1: expected a table index (0 .. 2^32 - 1)"));
+  k = j;
+  k["shards"][0]["columns"] = {0, 5000000000};
+  CHECK(contains(bad(k), "field 'shards[0].columns[1]' = 5000000000: expected a 32-bit integer"));
+  k = j;
+  k["shards"][0]["rows"] = "all";
+  CHECK(contains(bad(k), "field 'shards[0].rows' = \"all\": expected a range"));
+}
+
 // ------------------------------------------------------------------ unknown keys
 
 TEST_CASE("unknown keys: \"weight_dtype\": \"fp16\" is refused, not planned at fp32") {
