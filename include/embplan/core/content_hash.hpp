@@ -26,6 +26,7 @@
 // different task" from "another version of embplan".
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
