@@ -14,8 +14,10 @@ namespace embplan_cli {
 
 struct program_meter;  // models.hpp
 
-// The exit codes: 0, 2 for bad input (one line on stderr), 1 for a bug.
+// The exit codes: 0, 2 for bad input (one line on stderr), 1 for a bug, 3
+// for a plan `plan --check` found wrong (each problem on stdout).
 inline constexpr int exit_bad_input = 2;
+inline constexpr int exit_plan_rejected = 3;
 
 struct command {
   CLI::App* app = nullptr;

@@ -8,12 +8,15 @@
 #include <cstdint>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "embplan/check_plan.hpp"
+#include "embplan/core/content_hash.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/io/json.hpp"
 #include "embplan/io/torchrec.hpp"
@@ -45,6 +48,7 @@ struct plan_args {
   std::string policy;            // empty: the bundled DreamShard policy
   std::string autoshard_policy;  // empty: the bundled AutoShard policy
   std::string constraints;       // empty: no user constraints (issue 24)
+  std::string check;             // a plan file to re-validate instead of planning
   meter_args meter;
 };
 
@@ -128,21 +132,95 @@ embplan::task load_task(const std::string& file, std::size_t index) {
   return std::move(all[index]);
 }
 
+// The user's constraints (--constraints), read for `t`; none: empty rules.
+embplan::table_rules load_rules(const std::string& file, const embplan::task& t) {
+  return file.empty() ? embplan::table_rules{}
+                      : embplan::io::table_rules_from_json(embplan::io::read_json_file(file), t);
+}
+
 // The plan's shards, in plan order, through the user's rules once more before
 // anything is printed: a plan that breaks one is an error, not output.
 void recheck(const embplan::task& t, const embplan::plan& p, const embplan::table_rules& rules,
              const std::string& file) {
-  embplan::placement_state st(t.cluster.size());
-  for (std::size_t i = 0; i < p.shards.size(); ++i) {
+  embplan::replay_constraint(t, p, rules, [&](std::size_t i) -> bool {
     const auto& s = p.shards[i];
-    if (!rules.admits(t, st, s)) {
-      embplan::detail::fail("plan.shards[" + std::to_string(i) + "]",
-                            "table '" + t.tables[s.table].name + "' " + piece_text(t, s) +
-                                " on device " + std::to_string(s.device),
-                            "a placement the constraints of " + file + " admit");
+    embplan::detail::fail("plan.shards[" + std::to_string(i) + "]",
+                          "table '" + t.tables[s.table].name + "' " + piece_text(t, s) +
+                              " on device " + std::to_string(s.device),
+                          "a placement the constraints of " + file + " admit");
+  });
+}
+
+// `embplan plan --check plan.json`: the plan re-validated against the task
+// (and --constraints), its content hash recomputed from the task and the
+// planner and seed it records. Every problem printed; exit_plan_rejected
+// where there is one.
+int run_check(const plan_args& a, const CLI::App& sub) {
+  for (const char* flag : {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json"}) {
+    if (sub.count(flag) > 0) {
+      embplan::detail::fail(flag, "given",
+                            "no " + std::string(flag) +
+                                " with --check (the plan records its planner "
+                                "and seed; --check writes nothing)");
     }
-    st.place(t, s);
   }
+  const auto t = load_task(a.task, a.index);
+  const auto rules = load_rules(a.constraints, t);
+  const auto doc = embplan::io::read_json_file(a.check);
+  // A --json report holds the plan under "plan".
+  const bool report = doc.is_object() && doc.contains("plan") && doc.contains("devices");
+  const auto& pj = report ? doc.at("plan") : doc;
+  embplan::plan p;
+  std::optional<embplan::plan_provenance> made;
+  try {
+    p = embplan::io::plan_from_json_unchecked(pj, t);
+    made = embplan::io::provenance_from_json(pj);
+  } catch (const embplan::error& e) {
+    throw embplan::error(a.check + (report ? " (its \"plan\")" : "") + ": " + e.what());
+  }
+  // What every preset plans under (memory and columns a multiple of 4) and
+  // the user's rules.
+  auto problems =
+      embplan::check_plan(t, p, rules, embplan::plan_check{.dim_multiple = 4, .memory = true});
+
+  std::cout << "plan " << a.check << ": " << p.shards.size() << " shards, checked against task '"
+            << t.name << "' (" << t.tables.size() << " tables on " << t.cluster.size()
+            << " devices) of " << a.task << '\n';
+  bool hash_differs = false;
+  if (made) {
+    const auto again = embplan::content_hash(t, made->planner, made->seed);
+    hash_differs = again != made->content_hash;
+    std::cout << "content hash: recorded " << embplan::hash_hex(made->content_hash)
+              << ", recomputed " << embplan::hash_hex(again) << " from the task, planner "
+              << made->planner << " and seed " << made->seed << ": "
+              << (hash_differs ? "DIFFERENT (this task, planner or seed is not the one planned)"
+                               : "match")
+              << '\n';
+    std::cout << "embplan version: planned by " << made->version << ", checked by "
+              << EMBPLAN_VERSION_STRING
+              << (made->version == EMBPLAN_VERSION_STRING
+                      ? ""
+                      : " (differ: the same inputs may plan otherwise)")
+              << '\n';
+  } else {
+    std::cout << "content hash: none recorded (a plan written by hand or by an older embplan): "
+                 "cannot tell whether this task was the one planned\n";
+  }
+  std::cout << "checked: every table covered exactly once (rows x columns, replicas aside), "
+               "device and table indices, piece shapes, columns a multiple of 4, memory per "
+               "device"
+            << (rules.empty() ? std::string() : ", " + rules.describe() + " from " + a.constraints)
+            << '\n';
+  if (problems.empty() && !hash_differs) {
+    std::cout << "plan OK\n";
+    return 0;
+  }
+  const auto count = problems.size() + (hash_differs ? 1 : 0);
+  std::cout << count << (count == 1 ? " problem:\n" : " problems:\n");
+  if (hash_differs) std::cout << "  content hash differs: the plan was made for another task\n";
+  for (const auto& x : problems)
+    std::cout << "  " << embplan::to_string(x) << '\n';
+  return exit_plan_rejected;
 }
 
 int run_plan(const plan_args& a) {
@@ -155,10 +233,7 @@ int run_plan(const plan_args& a) {
   check_output_path("--json", a.json);
   const auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
-  const embplan::table_rules rules =
-      a.constraints.empty()
-          ? embplan::table_rules{}
-          : embplan::io::table_rules_from_json(embplan::io::read_json_file(a.constraints), t);
+  const auto rules = load_rules(a.constraints, t);
   auto pm = load_planning_model(a.model);
   if (is_dreamshard(planner) || !a.policy.empty()) load_policy(pm, a.policy);
   if (is_autoshard(planner) || !a.autoshard_policy.empty()) {
@@ -186,6 +261,7 @@ int run_plan(const plan_args& a) {
                          "' found no plan: " + failure_text(planner, result.failure, t));
   }
   if (!rules.empty()) recheck(t, result.placement, rules, a.constraints);
+  const auto made = embplan::provenance_of(t, planner, a.seed);
 
   // Under mpirun with one rank per device, --meter measured times the
   // all-to-all for real (bench/mpi/plan_meter.hpp); rank 0 reports.
@@ -212,8 +288,9 @@ int run_plan(const plan_args& a) {
 
   std::cout << "task '" << t.name << "': " << t.tables.size() << " tables on " << t.cluster.size()
             << " devices, planner " << planner << " (search " << fixed(result.search_ms, 3)
-            << " ms)\nmeter: " << a.meter.name << ", " << used_meter_text
-            << "\nplanning model: " << pm.text << '\n';
+            << " ms), seed " << a.seed << "\ncontent hash: " << embplan::hash_hex(made.content_hash)
+            << " of (task, planner, seed), embplan " << made.version << "\nmeter: " << a.meter.name
+            << ", " << used_meter_text << "\nplanning model: " << pm.text << '\n';
   if (is_dreamshard(planner)) std::cout << "policy: " << pm.policy_text << '\n';
   if (is_autoshard(planner)) std::cout << "policy: " << pm.autoshard_text << '\n';
   if (!rules.empty()) {
@@ -226,6 +303,9 @@ int run_plan(const plan_args& a) {
   nlohmann::json report;
   report["task"] = t.name;
   report["planner"] = planner;
+  report["seed"] = a.seed;
+  report["content_hash"] = embplan::hash_hex(made.content_hash);
+  report["embplan_version"] = made.version;
   report["search_ms"] = result.search_ms;
   report["meter"] = a.meter.name + ", " + used_meter_text;
   report["planning_model"] = pm.text;
@@ -296,9 +376,10 @@ int run_plan(const plan_args& a) {
             << fixed(cost.balance(), 3) << " (min/max compute)\n";
   report["cost_ms"] = cost.max_ms();
   report["balance"] = cost.balance();
+  report["plan"] = embplan::io::to_json(t, result.placement, made);  // what plan --check reads
 
   if (!a.out.empty()) {
-    embplan::io::write_json_file(a.out, embplan::io::to_json(t, result.placement));
+    embplan::io::write_json_file(a.out, report["plan"]);
     std::cout << "wrote " << a.out << '\n';
   }
   if (!a.torchrec.empty()) {
@@ -323,6 +404,10 @@ command add_plan(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "plan", "Plan one task: which table (and piece) went to which device, per-device costs");
   sub->add_option("--task", a->task, "task JSON (one task or {\"tasks\": [...]})")->required();
+  sub->add_option("--check", a->check,
+                  "re-validate this plan (--out or --json file) against the task and "
+                  "--constraints instead of planning: coverage, indices, shapes, memory, "
+                  "constraints, content hash");
   add_int_option(sub, "--index", a->index, "which task of the file", 0, max_task_count - 1)
       ->capture_default_str();
   sub->add_option("--planner", a->planner, "planner: one of " + planner_list())
@@ -340,7 +425,7 @@ command add_plan(CLI::App& app) {
                   "user constraints JSON: per table allowed devices/hosts, sharding kinds, "
                   "max_shards; co-location and anti-affinity groups (README, Constraints)");
   add_meter_options(sub, a->meter);
-  return {sub, [a] { return run_plan(*a); }};
+  return {sub, [a, sub] { return a->check.empty() ? run_plan(*a) : run_check(*a, *sub); }};
 }
 
 }  // namespace embplan_cli

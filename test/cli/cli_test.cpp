@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "embplan/core/content_hash.hpp"
 #include "embplan/io/json_task.hpp"
 #include "embplan/io/safetensors.hpp"
 #include "embplan/presets.hpp"
@@ -1827,4 +1828,173 @@ TEST_CASE("plan --constraints: the rules are honoured, said, and bad ones named"
   CHECK(r.code == 2);
   CHECK(r.err.find("): pinned to device 3, but device 3 has 0.285 GiB free and the table needs "
                    "0.715 GiB") != std::string::npos);
+}
+
+TEST_CASE("plan records its content hash and version; plan --check re-validates it, exit codes") {
+  const auto task_text = [](const std::string& pooling_d) {
+    return R"({"name": "checked",
+               "tables": [{"name": "a", "rows": 3000000, "dim": 64, "pooling_factor": 2},
+                          {"name": "b", "rows": 3000000, "dim": 64, "pooling_factor": 2},
+                          {"name": "c", "rows": 1000, "dim": 16, "pooling_factor": 2},
+                          {"name": "d", "rows": 1000, "dim": 16, "pooling_factor": )" +
+           pooling_d + R"(}],
+               "cluster": {"count": 4, "device": {"memory_gib": 1}}})";
+  };
+  const auto task = scratch() / "check-task.json";
+  write(task, task_text("2"));
+  const auto plan = scratch() / "check-plan.json";
+  const auto report = scratch() / "check-report.json";
+  auto r = run("plan --task " + task.string() + " --planner lookup_greedy --seed 3 --out " +
+               plan.string() + " --json " + report.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto pj = nlohmann::json::parse(slurp(plan));
+  const auto hash = embplan::hash_hex(embplan::content_hash(
+      embplan::io::task_from_json(nlohmann::json::parse(task_text("2"))), "lookup_greedy", 3));
+  CHECK(pj.at("planner") == "lookup_greedy");
+  CHECK(pj.at("seed") == 3);
+  CHECK(pj.at("content_hash") == hash);
+  CHECK(pj.at("embplan_version") == EMBPLAN_VERSION_STRING);
+  CHECK(r.out.find("seed 3\ncontent hash: " + hash + " of (task, planner, seed), embplan " +
+                   EMBPLAN_VERSION_STRING) != std::string::npos);
+  const auto rj = nlohmann::json::parse(slurp(report));
+  CHECK(rj.at("content_hash") == hash);
+  CHECK(rj.at("seed") == 3);
+  CHECK(rj.at("embplan_version") == EMBPLAN_VERSION_STRING);
+  CHECK(rj.at("plan") == pj);
+  // A second run: the same hash.
+  const auto again = scratch() / "check-plan-again.json";
+  REQUIRE(run("plan --task " + task.string() + " --planner lookup_greedy --seed 3 --out " +
+              again.string())
+              .code == 0);
+  CHECK(nlohmann::json::parse(slurp(again)).at("content_hash") == hash);
+
+  // The plan file and the --json report both check OK.
+  for (const auto& file : {plan, report}) {
+    r = run("plan --check " + file.string() + " --task " + task.string());
+    INFO(r.out, r.err);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("content hash: recorded " + hash + ", recomputed " + hash +
+                     " from the task, planner lookup_greedy and seed 3: match") !=
+          std::string::npos);
+    CHECK(r.out.find("plan OK") != std::string::npos);
+  }
+
+  // The index in the plan of table `name`'s shard, and its device.
+  const auto shard_of = [&](const std::string& name) {
+    const auto& shards = pj.at("shards");
+    for (std::size_t i = 0; i < shards.size(); ++i)
+      if (shards[i].at("table_name") == name) return i;
+    FAIL("no shard of " << name);
+    return std::size_t{0};
+  };
+  const auto device_of = [&](const std::string& name) {
+    return pj.at("shards")[shard_of(name)].at("device").get<std::size_t>();
+  };
+  const auto tampered = scratch() / "check-tampered.json";
+  const auto rejected = [&](const nlohmann::json& j, const std::string& expected,
+                            const std::string& extra = "") {
+    write(tampered, j.dump());
+    const auto x = run("plan --check " + tampered.string() + " --task " + task.string() + extra);
+    CAPTURE(expected);
+    INFO(x.out, x.err);
+    CHECK(x.code == 3);
+    CHECK(x.out.find(expected) != std::string::npos);
+    CHECK(x.out.find("plan OK") == std::string::npos);
+  };
+
+  auto j = pj;
+  j["shards"].erase(shard_of("a"));
+  rejected(j,
+           "1 problem:\n  table 0 'a': field 'tables[0]' = \"a\": expected a table covered "
+           "by at least one shard");
+
+  j = pj;
+  j["shards"][shard_of("b")]["device"] = device_of("a");  // 2 x 768,000,000 bytes on one device
+  rejected(j, "'cuda:" + std::to_string(device_of("a")) + "': field 'devices[" +
+                  std::to_string(device_of("a")) +
+                  "].memory_bytes' = 1536000000: expected at most the capacity 1073741824");
+
+  j = pj;
+  j["shards"][shard_of("c")]["device"] = 9;
+  rejected(j, "table 2 'c': field 'shards[" + std::to_string(shard_of("c")) +
+                  "].device' = 9: expected a device index below 4");
+
+  j = pj;
+  j["shards"][shard_of("d")]["columns"] = {0, 6};
+  rejected(j, "table 3 'd': field 'shards[" + std::to_string(shard_of("d")) +
+                  "].columns' = 6: expected a multiple of 4");
+
+  const auto rules = scratch() / "check-constraints.json";
+  const auto elsewhere = (device_of("c") + 1) % 4;
+  write(rules, R"({"tables": {"c": {"devices": [)" + std::to_string(elsewhere) + "]}}}");
+  rejected(pj,
+           "table 2 'c': field 'shards[" + std::to_string(shard_of("c")) +
+               "]' = \"table 2 'c' columns [0, 16) rows [0, 1000) on device " +
+               std::to_string(device_of("c")) + "\": expected a placement that user constraints",
+           " --constraints " + rules.string());
+  write(rules, R"({"tables": {"c": {"devices": [)" + std::to_string(device_of("c")) + "]}}}");
+  r = run("plan --check " + plan.string() + " --task " + task.string() + " --constraints " +
+          rules.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("from " + rules.string()) != std::string::npos);
+
+  // Another task (one table's pooling factor): the hash says so.
+  const auto changed = scratch() / "check-task-changed.json";
+  write(changed, task_text("3"));
+  r = run("plan --check " + plan.string() + " --task " + changed.string());
+  CHECK(r.code == 3);
+  CHECK(r.out.find("content hash: recorded " + hash) != std::string::npos);
+  CHECK(r.out.find(": DIFFERENT (this task, planner or seed is not the one planned)") !=
+        std::string::npos);
+  CHECK(r.out.find("1 problem:\n  content hash differs") != std::string::npos);
+  // Another seed recorded: the hash differs as well.
+  j = pj;
+  j["seed"] = 4;
+  rejected(j, "content hash differs");
+
+  // Another version: said, not a problem.
+  j = pj;
+  j["embplan_version"] = "0.0.1";
+  write(tampered, j.dump());
+  r = run("plan --check " + tampered.string() + " --task " + task.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find(std::string("embplan version: planned by 0.0.1, checked by ") +
+                   EMBPLAN_VERSION_STRING + " (differ") != std::string::npos);
+  // No provenance: said, the rest still checked.
+  j = pj;
+  for (const char* key : {"planner", "seed", "content_hash", "embplan_version"})
+    j.erase(key);
+  write(tampered, j.dump());
+  r = run("plan --check " + tampered.string() + " --task " + task.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("content hash: none recorded") != std::string::npos);
+
+  // Bad input: exit 2, one line naming the file and the field.
+  const auto bad = [&](const std::string& args, const std::string& expected) {
+    const auto x = run("plan --task " + task.string() + " " + args);
+    CAPTURE(args);
+    INFO(x.err);
+    CHECK(x.code == 2);
+    CHECK(lines(x.err) == 1);
+    CHECK(x.err.find(expected) != std::string::npos);
+  };
+  const auto missing = scratch() / "no-such-plan.json";
+  bad("--check " + missing.string(), missing.string());
+  j = pj;
+  j["content_hash"] = "xyz";
+  write(tampered, j.dump());
+  bad("--check " + tampered.string(),
+      tampered.string() + ": field 'plan.content_hash' = \"xyz\": expected 16 hex digits");
+  j = pj;
+  j.erase("seed");
+  write(tampered, j.dump());
+  bad("--check " + tampered.string(), tampered.string() + ": field 'plan.seed' is missing");
+  j = pj;
+  j["shards"][0]["device"] = "cuda:7";
+  write(tampered, j.dump());
+  bad("--check " + tampered.string(),
+      tampered.string() + ": field 'shards[0].device' = \"cuda:7\": expected the name of a device");
+  bad("--check " + plan.string() + " --planner size_greedy",
+      "field '--planner' = \"given\": expected no --planner with --check");
 }
