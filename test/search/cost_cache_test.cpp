@@ -73,6 +73,47 @@ TEST_CASE("the cache returns the priced cost again, and counts hits and lookups"
   CHECK(cache.size() == 20);
 }
 
+TEST_CASE(
+    "a cache with max_slots stays within them, empties when full, and returns the same values") {
+  embplan::search::detail::key_map<std::uint64_t> bounded(16, 64);
+  embplan::search::detail::key_map<std::uint64_t> unbounded(16);
+  std::uint64_t made = 0;
+  const auto value_of = [&](std::uint64_t k) {
+    return [&made, k] {
+      ++made;
+      return 3 * k + 1;
+    };
+  };
+  // 200 keys three times over: the bounded map (at most 32 entries at half
+  // load of 64 slots) must forget and recompute; every value is the same.
+  for (int round = 0; round < 3; ++round) {
+    for (std::uint64_t k = 1; k <= 200; ++k) {
+      const multiset_key key{k, ~k};
+      const auto b = bounded.get(key, value_of(k));
+      const auto u = unbounded.get(key, value_of(k));
+      REQUIRE(b == 3 * k + 1);
+      REQUIRE(u == b);
+      REQUIRE(bounded.slots() <= 64);
+      REQUIRE(bounded.size() <= 32);
+    }
+  }
+  CHECK(bounded.slots() == 64);
+  CHECK(bounded.clears() > 0);
+  CHECK(unbounded.clears() == 0);
+  CHECK(unbounded.size() == 200);
+  CHECK(unbounded.hits() == 400);
+  CHECK(bounded.misses() > 200);  // forgotten keys priced again
+  CHECK(made == unbounded.misses() + bounded.misses());
+  // Right after a clear the new entry is kept: asked again, it hits.
+  embplan::search::detail::key_map<std::uint64_t> tiny(16, 16);
+  for (std::uint64_t k = 1; k <= 9; ++k)
+    tiny.get(multiset_key{k, k}, value_of(k));
+  REQUIRE(tiny.clears() == 1);
+  const auto hits = tiny.hits();
+  CHECK(tiny.get(multiset_key{9, 9}, value_of(9)) == 28);
+  CHECK(tiny.hits() == hits + 1);
+}
+
 TEST_CASE("the cache stores over-aligned values at their alignment") {
   // The learned model's per-piece terms are alignas(64); code built with
   // -march=native (AVX-512) copies them with aligned 64-byte moves, and

@@ -456,7 +456,13 @@ class local_improver {
   bool comm_nonnegative_;  // communication_nonnegative(model_, t_)
   device_kinds kinds_;
   group_pricer<CostModel> price_;
-  cost_cache cache_{1 << 12};
+  // Device costs, at most cache_slots slots (32 bytes each: 64 MiB): a round
+  // prices O(p B p_b) device sets, most of them again the next round (hits
+  // ~half the look-ups), but over a run on hundreds of pieces per device
+  // millions of distinct ones (500 tables on 8 devices: 1.7 million, ~200 MB
+  // unbounded); emptied when full (key_map), which changes no figure.
+  static constexpr std::size_t cache_slots = std::size_t{1} << 20;
+  cost_cache cache_{1 << 12, cache_slots};
   plan_pricer pricer_;  // the current plan (its totals and starts pick the bottlenecks)
   plan_pricer trial_;   // candidates
   std::vector<shard> pieces_;

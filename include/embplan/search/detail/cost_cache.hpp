@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -174,14 +175,20 @@ class slot_array {
 // A slot is empty when its key is zero (zero-filled storage); the one key that
 // is zero is stored as `zero_stand_in` instead — like any two distinct
 // multisets with equal keys, a collision of probability ~2^-128.
+// With max_slots, the table grows to at most that many slots; at half load
+// then it is emptied instead (every value is recomputed on its next miss, so
+// results never change, only the hit rate): a search that prices millions of
+// distinct device sets keeps a bounded cache (local_search).
 template <class Value>
 class key_map {
   static_assert(std::is_trivially_copyable_v<Value> && std::is_trivially_destructible_v<Value>,
                 "key_map stores values in zero-filled storage");
 
  public:
-  explicit key_map(std::size_t capacity = 1 << 14)
-      : slots_(std::bit_ceil(capacity < 16 ? std::size_t{16} : capacity)) {}
+  static constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max();
+
+  explicit key_map(std::size_t capacity = 1 << 14, std::size_t max_slots = unbounded)
+      : slots_(std::bit_ceil(capacity < 16 ? std::size_t{16} : capacity)), max_slots_(max_slots) {}
 
   // The value stored under `key`, or make() stored and returned on a miss.
   template <class Make>
@@ -205,8 +212,17 @@ class key_map {
     }
     slots_[i] = slot{key, make()};
     if (2 * ++size_ > slots_.size()) {
-      grow();
-      return find(key);
+      if (slots_.size() < max_slots_ / 2 + 1) {
+        grow();
+        return find(key);
+      }
+      // Full at its bound: emptied, the new entry kept.
+      const slot kept = slots_[i];
+      std::memset(static_cast<void*>(slots_.begin()), 0, slots_.size() * sizeof(slot));
+      ++clears_;
+      size_ = 1;
+      i = static_cast<std::size_t>(kept.key.lo) & mask;
+      slots_[i] = kept;
     }
     return slots_[i].value;
   }
@@ -215,6 +231,8 @@ class key_map {
   std::uint64_t hits() const noexcept { return hits_; }
   std::uint64_t misses() const noexcept { return lookups_ - hits_; }
   std::size_t size() const noexcept { return size_; }
+  std::size_t slots() const noexcept { return slots_.size(); }
+  std::uint64_t clears() const noexcept { return clears_; }  // times emptied at max_slots
 
  private:
   static constexpr multiset_key zero_stand_in{0x9e3779b97f4a7c15ULL, 0x2545f4914f6cdd1dULL};
@@ -246,6 +264,8 @@ class key_map {
   }
 
   slot_array<slot> slots_;
+  std::size_t max_slots_ = unbounded;
+  std::uint64_t clears_ = 0;
   std::size_t size_ = 0;
   std::uint64_t lookups_ = 0;
   std::uint64_t hits_ = 0;
