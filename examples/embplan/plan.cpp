@@ -132,10 +132,14 @@ embplan::task load_task(const std::string& file, std::size_t index) {
   return std::move(all[index]);
 }
 
-// The user's constraints (--constraints), read for `t`; none: empty rules.
-embplan::table_rules load_rules(const std::string& file, const embplan::task& t) {
-  return file.empty() ? embplan::table_rules{}
-                      : embplan::io::table_rules_from_json(embplan::io::read_json_file(file), t);
+// The user's constraints (--constraints), read for `t`, whose tables take
+// the file's dtypes (apply_dtypes: planned, checked and hashed with them);
+// none: empty rules.
+embplan::table_rules load_rules(const std::string& file, embplan::task& t) {
+  if (file.empty()) return {};
+  const auto c = embplan::io::user_constraints_from_json(embplan::io::read_json_file(file), t);
+  embplan::apply_dtypes(t, c);
+  return embplan::table_rules(t, c);
 }
 
 // The plan's shards, in plan order, through the user's rules once more before
@@ -164,7 +168,7 @@ int run_check(const plan_args& a, const CLI::App& sub) {
                                 "and seed; --check writes nothing)");
     }
   }
-  const auto t = load_task(a.task, a.index);
+  auto t = load_task(a.task, a.index);
   const auto rules = load_rules(a.constraints, t);
   const auto doc = embplan::io::read_json_file(a.check);
   // A --json report holds the plan under "plan".
@@ -231,7 +235,7 @@ int run_plan(const plan_args& a) {
   check_output_path("--torchrec", a.torchrec);
   check_output_path("--trace", a.trace);
   check_output_path("--json", a.json);
-  const auto t = load_task(a.task, a.index);
+  auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
   const auto rules = load_rules(a.constraints, t);
   auto pm = load_planning_model(a.model);

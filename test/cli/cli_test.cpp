@@ -1830,6 +1830,39 @@ TEST_CASE("plan --constraints: the rules are honoured, said, and bad ones named"
                    "0.715 GiB") != std::string::npos);
 }
 
+TEST_CASE("plan --constraints with dtype: the task is planned and checked at the rule's dtype") {
+  // Two tables of 0.715 GiB in fp32, both pinned to device 3 of 1 GiB: they
+  // fit only as fp16 (0.358 GiB each).
+  const auto task = scratch() / "dtype-task.json";
+  write(task, R"({"name": "dtype",
+                  "tables": [{"name": "big1", "rows": 3000000, "dim": 64, "pooling_factor": 2},
+                             {"name": "big2", "rows": 3000000, "dim": 64, "pooling_factor": 2}],
+                  "cluster": {"count": 4, "device": {"memory_gib": 1}}})");
+  const auto rules = scratch() / "dtype-constraints.json";
+  write(rules, R"({"tables": {"big1": {"devices": [3], "dtype": "fp16"},
+                              "big2": {"devices": [3], "dtype": "fp16"}}})");
+  const auto plan = scratch() / "dtype-plan.json";
+  const auto r = run("plan --task " + task.string() + " --planner lookup_greedy --constraints " +
+                     rules.string() + " --out " + plan.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  auto c = run("plan --check " + plan.string() + " --task " + task.string() + " --constraints " +
+               rules.string());
+  INFO(c.out, c.err);
+  CHECK(c.code == 0);
+  CHECK(c.out.find("plan OK") != std::string::npos);
+  // Without the file the task is fp32: device 3 over its memory, another hash.
+  c = run("plan --check " + plan.string() + " --task " + task.string());
+  CHECK(c.code == 3);
+  CHECK(c.out.find("device 3") != std::string::npos);
+  CHECK(c.out.find("content hash") != std::string::npos);
+  write(rules, R"({"tables": {"big1": {"dtype": "fp8"}}})");
+  const auto bad = run("plan --task " + task.string() + " --constraints " + rules.string());
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("field 'constraints.tables.big1.dtype' = \"fp8\": expected one of") !=
+        std::string::npos);
+}
+
 TEST_CASE("plan records its content hash and version; plan --check re-validates it, exit codes") {
   const auto task_text = [](const std::string& pooling_d) {
     return R"({"name": "checked",

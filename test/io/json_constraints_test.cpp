@@ -94,6 +94,37 @@ TEST_CASE("constraints JSON: bad input names the path, the value and the expecta
         "are in constraints.colocate[0])");
 }
 
+TEST_CASE(
+    "constraints JSON: a dtype rewrites the task's table, and rules refuse a task left as it was") {
+  auto t = task_of_six();
+  REQUIRE(t.tables[2].weight_dtype == embplan::dtype::fp32);
+  const auto j = embplan::io::parse_json(R"({"tables": {"t2": {"dtype": "fp16", "devices": [1]},
+                                                       "t3": {"dtype": "int8"}}})");
+  const auto c = embplan::io::user_constraints_from_json(j, t);
+  REQUIRE(c.tables.size() == 2);
+  CHECK(c.tables[0].weight_dtype == embplan::dtype::fp16);
+  CHECK(c.tables[1].weight_dtype == embplan::dtype::int8);
+  // Built on the task as read: the rule names the table, its dtype and the fix.
+  CHECK(message_of([&] { (void)embplan::table_rules(t, c); }) ==
+        "field 'constraints.tables.t2.dtype' = \"fp16\": expected the task's dtype of table 't2' "
+        "(fp32): apply_dtypes(task, constraints) before planning");
+  const auto bytes_before = embplan::table_bytes(t.tables[2]);
+  embplan::apply_dtypes(t, c);
+  CHECK(t.tables[2].weight_dtype == embplan::dtype::fp16);
+  CHECK(t.tables[3].weight_dtype == embplan::dtype::int8);
+  CHECK(t.tables[0].weight_dtype == embplan::dtype::fp32);  // unruled: unchanged
+  CHECK(embplan::table_bytes(t.tables[2]) * 2 == bytes_before);
+  const embplan::table_rules rules(t, c);
+  const embplan::placement_state st(4);
+  CHECK(rules.admits(t, st, embplan::whole_table(t, 2, 1)));
+  CHECK_FALSE(rules.admits(t, st, embplan::whole_table(t, 2, 0)));
+  CHECK(error_of(R"({"tables": {"t1": {"dtype": "bf16"}}})") ==
+        "field 'constraints.tables.t1.dtype' = \"bf16\": expected one of \"fp32\", \"fp16\", "
+        "\"int8\"");
+  CHECK(error_of(R"({"tables": {"t1": {"dtype": 16}}})") ==
+        "field 'constraints.tables.t1.dtype' = 16: expected a string");
+}
+
 TEST_CASE("constraints JSON: a name two tables share must be given by index") {
   auto t = task_of_six();
   t.tables[3].name = "t1";

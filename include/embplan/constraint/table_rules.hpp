@@ -7,6 +7,11 @@
 //                    (the whole table), column_wise (all rows, some columns),
 //                    row_wise (some rows, or a hot-row replica)
 //   max_shards       at most this many pieces of the table (replicas count)
+//   dtype            the table's weights are stored as this dtype (fp32,
+//                    fp16, int8): not a test of pieces but of the task, which
+//                    apply_dtypes() rewrites before planning, so that memory
+//                    and costs are the dtype's; the rules refuse a task whose
+//                    table has another dtype (apply_dtypes was forgotten)
 //   colocate         groups whose tables' pieces all go to one device: the
 //                    first piece placed decides, the others must follow it
 //   separate         anti-affinity groups: no two of the group's tables share
@@ -15,9 +20,8 @@
 // the placement_state's per-table records (table_placement); planner replays
 // the finished plan through it, so no plan that breaks a rule leaves a planner.
 // Where a record cannot tell (pieces of a table moved away by a local search),
-// the rule refuses rather than guesses. Not modelled (no such field exists
-// yet): minimum shard counts and a table's dtype; hosts are only
-// topology::devices_per_host consecutive devices.
+// the rule refuses rather than guesses. Not modelled: minimum shard counts;
+// hosts are only topology::devices_per_host consecutive devices.
 // Validated at construction: unknown tables, devices or hosts, a table ruled
 // twice, groups of fewer than two tables, a table in two co-location groups,
 // co-located tables with no allowed device in common (pinned to two devices),
@@ -32,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -83,6 +88,7 @@ struct table_rule {
   std::vector<std::size_t> hosts{};       // allowed hosts (with devices: both must allow)
   std::vector<sharding_kind> sharding{};  // allowed kinds of piece
   std::uint32_t max_shards = 0;           // at most this many pieces; 0: no bound
+  std::optional<dtype> weight_dtype{};    // stored as this dtype (apply_dtypes)
   std::string where{};                    // its path in messages; "": <where>.tables[i]
 };
 
@@ -93,6 +99,15 @@ struct user_constraints {
 
   bool empty() const noexcept { return tables.empty() && colocate.empty() && separate.empty(); }
 };
+
+// Task `t` with each table a rule of `c` gives a dtype stored as that dtype
+// (table_spec::weight_dtype): what the planners then see, in bytes and in
+// cost. Rules of tables `t` lacks are left to table_rules to name.
+inline void apply_dtypes(task& t, const user_constraints& c) noexcept {
+  for (const auto& rule : c.tables)
+    if (rule.weight_dtype && rule.table < t.tables.size())
+      t.tables[rule.table].weight_dtype = *rule.weight_dtype;
+}
 
 namespace constraint_detail {
 
@@ -389,6 +404,12 @@ class table_rules {
           e.kinds |= static_cast<std::uint8_t>(k);
       }
       e.max_shards = rule.max_shards;
+      if (rule.weight_dtype && *rule.weight_dtype != t.tables[rule.table].weight_dtype) {
+        detail::fail(detail::path(at, "dtype"), to_string(*rule.weight_dtype),
+                     "the task's dtype of table '" + t.tables[rule.table].name + "' (" +
+                         std::string(to_string(t.tables[rule.table].weight_dtype)) +
+                         "): apply_dtypes(task, constraints) before planning");
+      }
     }
 
     const auto colocate_field = detail::path(where, "colocate");

@@ -3,7 +3,7 @@
 // file `embplan plan --constraints c.json` reads), for one task:
 //   {"tables": {"t17": {"devices": [3]},                  pinned to device 3
 //               "t4":  {"hosts": [0, 1], "sharding": ["table_wise", "column_wise"],
-//                       "max_shards": 2},
+//                       "max_shards": 2, "dtype": "fp16"},  stored as fp16
 //               "#12": {"devices": [0, 1]}},              table 12 by index
 //    "colocate": [["t1", "t2", "t3"]],                    on one device together
 //    "separate": [["t5", "t6"]]}                          never on one device
@@ -32,8 +32,8 @@ namespace embplan::inline EMBPLAN_ABI::io {
 namespace detail {
 
 inline constexpr std::string_view constraints_keys[] = {"tables", "colocate", "separate"};
-inline constexpr std::string_view table_rule_keys[] = {"devices", "hosts", "sharding",
-                                                       "max_shards"};
+inline constexpr std::string_view table_rule_keys[] = {"devices", "hosts", "sharding", "max_shards",
+                                                       "dtype"};
 
 // The index of the table `name` ("#<index>" or a table's name) names in `t`.
 inline std::size_t table_index(const task& t, const json& value, const std::string& name,
@@ -111,6 +111,10 @@ inline table_rule table_rule_from_json(const task& t, const std::string& key, co
     if (n < 1 || n > std::int64_t{0xFFFFFFFF}) fail_value(field, *v, "a positive shard count");
     rule.max_shards = static_cast<std::uint32_t>(n);
   }
+  if (const json* v = find(j, "dtype")) {
+    const auto field = path(where, "dtype");
+    rule.weight_dtype = parse_dtype(as_string(*v, field), field);
+  }
   return rule;
 }
 
@@ -149,7 +153,8 @@ inline user_constraints user_constraints_from_json(const nlohmann::json& j, cons
 }
 
 // The table_rules of `j` for task `t`, validated (table_rules' checks name the
-// same JSON paths).
+// same JSON paths). A "dtype" other than the task's is refused: read the
+// constraints, apply_dtypes() to the task, then build table_rules from both.
 inline table_rules table_rules_from_json(const nlohmann::json& j, const task& t,
                                          std::string_view where = "constraints") {
   return table_rules(t, user_constraints_from_json(j, t, where), where);
