@@ -21,6 +21,7 @@
 #include "embplan/io/json.hpp"
 #include "embplan/io/torchrec.hpp"
 #include "embplan/io/trace.hpp"
+#include "embplan/plan_report.hpp"
 #include "models.hpp"
 #include "options.hpp"
 #include "planners.hpp"
@@ -49,6 +50,7 @@ struct plan_args {
   std::string autoshard_policy;  // empty: the bundled AutoShard policy
   std::string constraints;       // empty: no user constraints (issue 24)
   std::string check;             // a plan file to re-validate instead of planning
+  bool no_report = false;        // text output without the plan report's sections
   meter_args meter;
 };
 
@@ -81,6 +83,175 @@ std::vector<const embplan::shard*> by_table(const embplan::plan& p) {
     out.push_back(&s);
   std::stable_sort(out.begin(), out.end(),
                    [](const auto* a, const auto* b) { return a->table < b->table; });
+  return out;
+}
+
+// "cuda:0,cuda:3": a table's devices, the first four named and then how many
+// more.
+std::string devices_text(const embplan::task& t, const std::vector<std::uint32_t>& devices) {
+  constexpr std::size_t named = 4;
+  std::string out;
+  for (std::size_t i = 0; i < devices.size() && i < named; ++i)
+    out += (i == 0 ? "" : ",") + device_name(t, devices[i]);
+  if (devices.size() > named) out += " +" + std::to_string(devices.size() - named) + " more";
+  return out;
+}
+
+std::string percent(double part, double whole) {
+  return fixed(whole > 0.0 ? 100.0 * part / whole : 0.0, 0) + "%";
+}
+
+// "critical path: ...": the device the forward all-to-all waits for (the
+// bottleneck), the one that finishes last and what its cost is made of.
+std::string critical_path_text(const embplan::task& t, const embplan::plan_report& r) {
+  const auto& b = r.devices[r.bottleneck];
+  const auto& c = r.devices[r.last_to_finish].cost;
+  const double total = c.total_ms();
+  const auto part = [&](const char* what, double ms) {
+    return std::string(what) + " " + fixed(ms) + " (" + percent(ms, total) + ")";
+  };
+  const auto parts = part("fwd compute", c.fwd_compute_ms) + " + " +
+                     part("bwd compute", c.bwd_compute_ms) + " + " +
+                     part("bwd comm", c.bwd_comm_ms) + " + " + part("fwd comm", c.fwd_comm_ms);
+  const std::string bound = b.compute_ms() >= total / 2 ? "compute-bound" : "communication-bound";
+  const auto name = device_name(t, r.bottleneck);
+  if (r.bottleneck == r.last_to_finish) {
+    return "critical path: " + name + ", " + fixed(total) + " ms = " + parts +
+           "; it starts the forward all-to-all last (the bottleneck): " + bound;
+  }
+  return "critical path: " + name + " starts the forward all-to-all last (the bottleneck), at " +
+         fixed(r.bottleneck_start_ms) + " ms = compute " + fixed(b.compute_ms()) + " + bwd comm " +
+         fixed(b.cost.bwd_comm_ms) + "; " + device_name(t, r.last_to_finish) +
+         " finishes last, at " + fixed(total) + " ms = " + parts + ", its fwd comm waiting for " +
+         name + ": " + bound;
+}
+
+// The pieces that drive the bottleneck device, costliest first.
+void print_top(const embplan::task& t, const embplan::plan& p, const embplan::plan_report& r,
+               bool shares) {
+  std::cout << "what drives " << device_name(t, r.bottleneck) << ": its "
+            << r.bottleneck_pieces.size() << " costliest of " << r.devices[r.bottleneck].shards
+            << " pieces\n";
+  text_table top({"table", "name", "piece", "cost ms", "share", "HBM"});
+  for (const auto& x : r.bottleneck_pieces) {
+    const auto& name = t.tables[x.table].name;
+    top.add({std::to_string(x.table), name.empty() ? "-" : name, piece_text(t, p.shards[x.shard]),
+             fixed(x.cost_ms, 3), shares ? percent(x.share_of_compute, 1.0) : "-",
+             bytes_text(x.hbm_bytes)});
+  }
+  top.print(std::cout);
+  print_wrapped(std::cout,
+                shares ? "share = the piece's cost alone over its device's compute (a fused group "
+                         "costs less than its pieces alone)."
+                       : "share: -, the pieces are priced by the simulated model and the device "
+                         "by the measured meter.");
+  std::cout << '\n';
+}
+
+// The plan report's sections after the per-device table (plan_report.hpp):
+// the critical path, imbalance, the pieces that drive the bottleneck device,
+// and per table its sharding. `shares`: whether a piece's share of its
+// device's compute means something (both priced by one meter).
+void print_report(const embplan::task& t, const embplan::plan& p, const embplan::plan_report& r,
+                  bool shares) {
+  std::cout << '\n';
+  print_wrapped(std::cout, critical_path_text(t, r));
+  std::cout << '\n';
+
+  text_table imbalance({"imbalance", "max", "mean", "max/mean", "CV"});
+  const auto row = [&](const char* what, const embplan::imbalance& x, auto shown) {
+    imbalance.add({what, shown(x.max), shown(x.mean), fixed(x.max_over_mean, 3), fixed(x.cv, 3)});
+  };
+  const auto ms = [](double v) { return fixed(v); };
+  row("total ms", r.total, ms);
+  row("compute ms", r.compute, ms);
+  row("HBM used", r.hbm, [](double v) { return bytes_text(static_cast<std::uint64_t>(v)); });
+  imbalance.print(std::cout);
+  print_wrapped(std::cout,
+                "max/mean: 1 when balanced, up to the number of devices when one carries "
+                "everything. CV (coefficient of variation) = standard deviation / mean over the "
+                "devices: 0 when balanced. The totals come out close to each other because the "
+                "forward all-to-all waits for the last device (fwd comm includes that wait); "
+                "compute shows the imbalance behind them.");
+  std::cout << '\n';
+
+  if (r.devices[r.bottleneck].shards == 0) {
+    std::cout << "what drives " << device_name(t, r.bottleneck)
+              << ": no pieces; its cost is communication alone\n\n";
+  } else {
+    print_top(t, p, r, shares);
+  }
+  // Per table: a table in one piece is the per-piece listing's row already.
+  text_table tables({"table", "name", "sharding", "devices", "pieces", "cost ms", "HBM", "DRAM"});
+  std::size_t split = 0;
+  for (std::size_t i = 0; i < r.tables.size(); ++i) {
+    const auto& x = r.tables[i];
+    if (x.pieces + x.replicas <= 1) continue;
+    ++split;
+    const auto& name = t.tables[i].name;
+    tables.add({std::to_string(i), name.empty() ? "-" : name, std::string(x.sharding),
+                devices_text(t, x.devices),
+                std::to_string(x.pieces) + (x.replicas ? " +" + std::to_string(x.replicas) : ""),
+                fixed(x.cost_ms, 3), bytes_text(x.hbm_bytes), bytes_text(x.dram_bytes)});
+  }
+  if (split == 0) {
+    std::cout << "tables split into pieces: none (every table table_wise, listed above)\n";
+    return;
+  }
+  std::cout << "tables split into pieces: " << split << " of " << r.tables.size() << '\n';
+  tables.print(std::cout);
+  print_wrapped(std::cout,
+                "pieces: +N replicas. cost ms = the sum of its pieces' costs alone. "
+                "DRAM: host memory, 0 until memory tiers exist.");
+}
+
+// The report's JSON (--json, key "report"): what print_report shows.
+nlohmann::json report_json(const embplan::task& t, const embplan::plan_report& r) {
+  const auto imbalance = [](const embplan::imbalance& x) {
+    return nlohmann::json{
+        {"max", x.max}, {"mean", x.mean}, {"max_over_mean", x.max_over_mean}, {"cv", x.cv}};
+  };
+  const auto& b = r.devices[r.bottleneck];
+  const auto& last = r.devices[r.last_to_finish].cost;
+  nlohmann::json out;
+  out["critical_path"] = {{"bottleneck", r.bottleneck},
+                          {"bottleneck_name", device_name(t, r.bottleneck)},
+                          {"bottleneck_start_ms", r.bottleneck_start_ms},
+                          {"bottleneck_compute_ms", b.compute_ms()},
+                          {"bottleneck_bwd_comm_ms", b.cost.bwd_comm_ms},
+                          {"last_to_finish", r.last_to_finish},
+                          {"last_to_finish_name", device_name(t, r.last_to_finish)},
+                          {"cost_ms", r.cost_ms},
+                          {"fwd_compute_ms", last.fwd_compute_ms},
+                          {"bwd_compute_ms", last.bwd_compute_ms},
+                          {"fwd_comm_ms", last.fwd_comm_ms},
+                          {"bwd_comm_ms", last.bwd_comm_ms}};
+  out["imbalance"] = {{"total_ms", imbalance(r.total)},
+                      {"compute_ms", imbalance(r.compute)},
+                      {"hbm_used_bytes", imbalance(r.hbm)}};
+  out["bottleneck_pieces"] = nlohmann::json::array();
+  for (const auto& x : r.bottleneck_pieces) {
+    out["bottleneck_pieces"].push_back({{"shard", x.shard},
+                                        {"table", x.table},
+                                        {"name", t.tables[x.table].name},
+                                        {"device", x.device},
+                                        {"cost_ms", x.cost_ms},
+                                        {"share_of_compute", x.share_of_compute},
+                                        {"hbm_bytes", x.hbm_bytes}});
+  }
+  out["tables"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.tables.size(); ++i) {
+    const auto& x = r.tables[i];
+    out["tables"].push_back({{"table", i},
+                             {"name", t.tables[i].name},
+                             {"sharding", x.sharding},
+                             {"devices", x.devices},
+                             {"pieces", x.pieces},
+                             {"replicas", x.replicas},
+                             {"cost_ms", x.cost_ms},
+                             {"hbm_bytes", x.hbm_bytes},
+                             {"dram_bytes", x.dram_bytes}});
+  }
   return out;
 }
 
@@ -160,7 +331,8 @@ void recheck(const embplan::task& t, const embplan::plan& p, const embplan::tabl
 // planner and seed it records. Every problem printed; exit_plan_rejected
 // where there is one.
 int run_check(const plan_args& a, const CLI::App& sub) {
-  for (const char* flag : {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json"}) {
+  for (const char* flag :
+       {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json", "--no-report"}) {
     if (sub.count(flag) > 0) {
       embplan::detail::fail(flag, "given",
                             "no " + std::string(flag) +
@@ -286,9 +458,9 @@ int run_plan(const plan_args& a) {
 #else
   cost = embplan::evaluate(t, result.placement, meter);
 #endif
-  std::vector<std::size_t> shard_count(t.cluster.size(), 0);
-  for (const auto& s : result.placement.shards)
-    ++shard_count[s.device];
+  // Per-device memory and the pieces' costs alone: the plan report's
+  // (plan_report.hpp), each piece priced by piece_meter.
+  const auto rep = embplan::plan_report_of(t, result.placement, cost, piece_meter.meter);
 
   std::cout << "task '" << t.name << "': " << t.tables.size() << " tables on " << t.cluster.size()
             << " devices, planner " << planner << " (search " << fixed(result.search_ms, 3)
@@ -320,22 +492,25 @@ int run_plan(const plan_args& a) {
   }
   report["piece_cost_by"] = piece_meter.text;
   report["tables"] = nlohmann::json::array();
-  text_table tables({"table", "name", "piece", "device", "cost ms", "memory"});
+  text_table tables({"table", "name", "sharding", "piece", "device", "cost ms", "memory"});
   bool split_cols = false;
   bool split_rows = false;
   bool replicas = false;
   for (const auto* s : by_table(result.placement)) {
     const auto& spec = t.tables[s->table];
-    const double piece_ms = piece_meter.meter.shard_cost(t, *s);
-    const auto bytes = embplan::shard_bytes(t, *s);
+    const auto& priced = rep.pieces[static_cast<std::size_t>(s - result.placement.shards.data())];
+    const double piece_ms = priced.cost_ms;
+    const auto bytes = priced.hbm_bytes;
     const auto piece = piece_text(t, *s);
     split_cols = split_cols || s->cols() != spec.dim;
     split_rows = split_rows || (!s->replica && s->rows() != spec.rows);
     replicas = replicas || s->replica;
-    tables.add({std::to_string(s->table), spec.name.empty() ? "-" : spec.name, piece,
-                device_name(t, s->device), fixed(piece_ms, 3), bytes_text(bytes)});
+    tables.add({std::to_string(s->table), spec.name.empty() ? "-" : spec.name,
+                std::string(rep.tables[s->table].sharding), piece, device_name(t, s->device),
+                fixed(piece_ms, 3), bytes_text(bytes)});
     report["tables"].push_back({{"table", s->table},
                                 {"name", spec.name},
+                                {"sharding", rep.tables[s->table].sharding},
                                 {"piece", piece},
                                 {"device", s->device},
                                 {"device_name", device_name(t, s->device)},
@@ -354,21 +529,25 @@ int run_plan(const plan_args& a) {
   std::cout << '\n';
 
   // Per device: what the meter says of the whole plan.
-  text_table devices({"device", "shards", "dim", "memory GiB", "fwd comp", "bwd comp", "fwd comm",
-                      "bwd comm", "total ms"});
+  text_table devices({"device", "shards", "dim", "HBM used", "HBM free", "DRAM", "fwd comp",
+                      "bwd comp", "fwd comm", "bwd comm", "total ms"});
   report["devices"] = nlohmann::json::array();
   for (std::size_t d = 0; d < t.cluster.size(); ++d) {
-    const auto& c = cost.devices[d];
-    const double gib =
-        static_cast<double>(cost.memory_bytes[d]) / static_cast<double>(embplan::gib);
-    devices.add({device_name(t, d), std::to_string(shard_count[d]), std::to_string(cost.dim_sum[d]),
-                 fixed(gib, 3), fixed(c.fwd_compute_ms), fixed(c.bwd_compute_ms),
+    const auto& dr = rep.devices[d];
+    const auto& c = dr.cost;
+    devices.add({device_name(t, d), std::to_string(dr.shards), std::to_string(dr.dim_sum),
+                 bytes_text(dr.hbm_used_bytes), bytes_text(dr.hbm_free_bytes),
+                 bytes_text(dr.dram_used_bytes), fixed(c.fwd_compute_ms), fixed(c.bwd_compute_ms),
                  fixed(c.fwd_comm_ms), fixed(c.bwd_comm_ms), fixed(c.total_ms())});
     report["devices"].push_back({{"device", d},
                                  {"device_name", device_name(t, d)},
-                                 {"shards", shard_count[d]},
-                                 {"dim", cost.dim_sum[d]},
-                                 {"memory_bytes", cost.memory_bytes[d]},
+                                 {"shards", dr.shards},
+                                 {"dim", dr.dim_sum},
+                                 {"memory_bytes", dr.hbm_used_bytes},
+                                 {"hbm_used_bytes", dr.hbm_used_bytes},
+                                 {"hbm_free_bytes", dr.hbm_free_bytes},
+                                 {"hbm_capacity_bytes", dr.hbm_capacity_bytes},
+                                 {"dram_used_bytes", dr.dram_used_bytes},
                                  {"fwd_compute_ms", c.fwd_compute_ms},
                                  {"bwd_compute_ms", c.bwd_compute_ms},
                                  {"fwd_comm_ms", c.fwd_comm_ms},
@@ -378,8 +557,10 @@ int run_plan(const plan_args& a) {
   devices.print(std::cout);
   std::cout << "cost (max over devices): " << fixed(cost.max_ms()) << " ms, degree of balance "
             << fixed(cost.balance(), 3) << " (min/max compute)\n";
+  if (!a.no_report) print_report(t, result.placement, rep, !measured);
   report["cost_ms"] = cost.max_ms();
   report["balance"] = cost.balance();
+  report["report"] = report_json(t, rep);
   report["plan"] = embplan::io::to_json(t, result.placement, made);  // what plan --check reads
 
   if (!a.out.empty()) {
@@ -421,7 +602,12 @@ command add_plan(CLI::App& app) {
   sub->add_option("--torchrec", a->torchrec,
                   "write a TorchRec-style ParameterSharding description");
   sub->add_option("--trace", a->trace, "write the per-device timeline as Chrome trace-event JSON");
-  sub->add_option("--json", a->json, "write the report (per table and per device) as JSON");
+  sub->add_option("--json", a->json,
+                  "write the report (per piece, per device, and the plan report under "
+                  "\"report\") as JSON");
+  sub->add_flag("--no-report", a->no_report,
+                "print only the per-piece and per-device tables: no critical path, imbalance, "
+                "costliest pieces or per-table sharding (--json has them all the same)");
   add_model_option(sub, a->model);
   add_policy_option(sub, a->policy);
   add_autoshard_policy_option(sub, a->autoshard_policy);

@@ -59,3 +59,5 @@
 // composition
 #include "embplan/planner.hpp"
 #include "embplan/presets.hpp"
+// a plan's report: memory, critical path, imbalance, per table (issue 24)
+#include "embplan/plan_report.hpp"

@@ -69,6 +69,18 @@ void write(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
+// A task whose table "huge" (2e9 rows x 4 fp16 columns) fits no 4 GiB device:
+// the rowwise_ planners split it by rows; "small" stays whole.
+fs::path rowwise_task(const std::string& file) {
+  const auto p = scratch() / file;
+  write(p, R"({"name": "rowwise",
+                 "tables": [{"name": "huge", "rows": 2000000000, "dim": 4, "pooling_factor": 1,
+                             "dtype": "fp16"},
+                            {"name": "small", "rows": 1000, "dim": 8, "pooling_factor": 2}],
+                 "cluster": {"count": 8, "device": {"memory_gib": 4}}})");
+  return p;
+}
+
 // The "__metadata__" of a safetensors file's JSON header.
 nlohmann::json safetensors_metadata(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -709,12 +721,7 @@ TEST_CASE("size answers the chapter's sizing questions") {
 }
 
 TEST_CASE("plan with a rowwise_ planner splits a table larger than any device by rows") {
-  const auto big = scratch() / "big-rowwise.json";
-  write(big, R"({"name": "rowwise",
-                 "tables": [{"name": "huge", "rows": 2000000000, "dim": 4, "pooling_factor": 1,
-                             "dtype": "fp16"},
-                            {"name": "small", "rows": 1000, "dim": 8, "pooling_factor": 2}],
-                 "cluster": {"count": 8, "device": {"memory_gib": 4}}})");
+  const auto big = rowwise_task("big-rowwise.json");
   auto r = run("plan --task " + big.string() + " --planner lookup_greedy");
   CHECK(r.code == 2);
   CHECK(r.err.find("huge") != std::string::npos);
@@ -963,12 +970,7 @@ TEST_CASE("plan lists which table, and which piece of it, went to which device")
   CHECK(j.at("cost_ms").get<double>() > 0.0);
 
   // A table split by rows: its pieces say which rows.
-  const auto big = scratch() / "big-rowwise.json";
-  write(big, R"({"name": "rowwise",
-                 "tables": [{"name": "huge", "rows": 2000000000, "dim": 4, "pooling_factor": 1,
-                             "dtype": "fp16"},
-                            {"name": "small", "rows": 1000, "dim": 8, "pooling_factor": 2}],
-                 "cluster": {"count": 8, "device": {"memory_gib": 4}}})");
+  const auto big = rowwise_task("big-rowwise.json");
   const auto rw = run("plan --task " + big.string() + " --planner rowwise_lookup_greedy");
   REQUIRE(rw.code == 0);
   CHECK(rw.out.find("rows [0, ") != std::string::npos);
@@ -2030,4 +2032,96 @@ TEST_CASE("plan records its content hash and version; plan --check re-validates 
       tampered.string() + ": field 'shards[0].device' = \"cuda:7\": expected the name of a device");
   bad("--check " + plan.string() + " --planner size_greedy",
       "field '--planner' = \"given\": expected no --planner with --check");
+}
+
+TEST_CASE("plan prints the plan report: memory, critical path, imbalance, costliest pieces") {
+  const auto json = scratch() / "plan-report-sections.json";
+  auto r = run("plan --task " + small_tasks().string() + " --planner lookup_greedy --json " +
+               json.string());
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* text : {"HBM used", "HBM free", "DRAM", "sharding", "table_wise",
+                           "critical path: ", "-bound", "imbalance", "max/mean", "CV", "compute ms",
+                           "what drives ", "costliest of", "tables split into pieces: "}) {
+    CAPTURE(text);
+    CHECK(r.out.find(text) != std::string::npos);
+  }
+  const auto j = nlohmann::json::parse(slurp(json));
+  const auto& devices = j.at("devices");
+  // The device that finishes last, and the one that starts the forward
+  // all-to-all last (the bottleneck: compute + backward comm).
+  std::size_t worst = 0;
+  std::size_t last_start = 0;
+  const auto start = [&](std::size_t d) {
+    const auto& x = devices[d];
+    return x.at("fwd_compute_ms").get<double>() + x.at("bwd_compute_ms").get<double>() +
+           x.at("bwd_comm_ms").get<double>();
+  };
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (start(d) > start(last_start)) last_start = d;
+    CHECK(devices[d].at("hbm_used_bytes").get<std::uint64_t>() +
+              devices[d].at("hbm_free_bytes").get<std::uint64_t>() ==
+          devices[d].at("hbm_capacity_bytes").get<std::uint64_t>());
+    CHECK(devices[d].at("dram_used_bytes") == 0);
+    if (devices[d].at("total_ms").get<double>() > devices[worst].at("total_ms").get<double>())
+      worst = d;
+  }
+  const auto& report = j.at("report");
+  const auto& path = report.at("critical_path");
+  CHECK(path.at("last_to_finish") == worst);
+  CHECK(path.at("bottleneck") == last_start);
+  CHECK(path.at("bottleneck_start_ms").get<double>() == start(last_start));
+  CHECK(path.at("cost_ms").get<double>() == j.at("cost_ms").get<double>());
+  const auto bottleneck = path.at("bottleneck_name").get<std::string>();
+  CHECK(r.out.find("critical path: " + bottleneck) != std::string::npos);
+  CHECK(r.out.find("what drives " + bottleneck + ": ") != std::string::npos);
+  // At most five pieces, all on the bottleneck device, costliest first.
+  const auto& top = report.at("bottleneck_pieces");
+  CHECK(!top.empty());
+  CHECK(top.size() <= 5);
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    CHECK(top[i].at("device") == last_start);
+    if (i > 0) CHECK(top[i - 1].at("cost_ms").get<double>() >= top[i].at("cost_ms").get<double>());
+  }
+  for (const char* what : {"total_ms", "compute_ms", "hbm_used_bytes"}) {
+    const auto& x = report.at("imbalance").at(what);
+    CHECK(x.at("max_over_mean").get<double>() >= 1.0);
+    CHECK(x.at("cv").get<double>() >= 0.0);
+  }
+  CHECK(report.at("imbalance").at("total_ms").at("max").get<double>() ==
+        j.at("cost_ms").get<double>());
+  const auto task = nlohmann::json::parse(slurp(small_tasks())).at("tasks").at(0);
+  REQUIRE(report.at("tables").size() == task.at("tables").size());
+  for (const auto& table : report.at("tables")) {
+    CHECK(table.at("sharding") == "table_wise");  // lookup_greedy places whole tables
+    CHECK(table.at("devices").size() == 1);
+    CHECK(table.at("cost_ms").get<double>() > 0.0);
+  }
+
+  // --no-report: the per-piece and per-device tables only; --json the same.
+  const auto quiet_json = scratch() / "plan-report-quiet.json";
+  const auto quiet = run("plan --task " + small_tasks().string() +
+                         " --planner lookup_greedy --no-report --json " + quiet_json.string());
+  REQUIRE(quiet.code == 0);
+  CHECK(quiet.out.find("HBM used") != std::string::npos);
+  CHECK(quiet.out.find("critical path") == std::string::npos);
+  CHECK(quiet.out.find("what drives") == std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(quiet_json)).at("report") == report);
+
+  // A table split by rows is listed with its sharding and devices.
+  const auto big = rowwise_task("report-rowwise.json");
+  r = run("plan --task " + big.string() + " --planner rowwise_lookup_greedy --json " +
+          json.string());
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("tables split into pieces: 1 of 2") != std::string::npos);
+  const auto split = nlohmann::json::parse(slurp(json)).at("report").at("tables").at(0);
+  CHECK(split.at("name") == "huge");
+  CHECK(split.at("sharding") == "row_wise");
+  CHECK(split.at("pieces").get<std::size_t>() >= 2);
+  CHECK(split.at("devices").size() >= 2);
+  CHECK(r.out.find("row_wise") != std::string::npos);
+  // --no-report is a planning flag: --check refuses it.
+  r = run("plan --check " + json.string() + " --task " + big.string() + " --no-report");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("'--no-report'") != std::string::npos);
 }

@@ -31,6 +31,8 @@ struct device_cost {
   double total_ms() const noexcept {
     return fwd_compute_ms + bwd_compute_ms + fwd_comm_ms + bwd_comm_ms;
   }
+
+  friend bool operator==(const device_cost&, const device_cost&) = default;
 };
 
 struct plan_cost {

@@ -290,6 +290,24 @@ inline std::string describe_shard(const task& t, const shard& s) {
          std::to_string(s.device);
 }
 
+// How a table is split, by TorchRec's ShardingType names, from its non-replica
+// pieces in a valid plan: "table_wise" (one piece), "column_wise" (every piece
+// holds all rows), "row_wise" (every piece holds all columns), else
+// "grid_shard". The TorchRec export and the plan report both name it so.
+inline std::string_view sharding_type_of(const table_spec& spec,
+                                         std::span<const shard* const> pieces) noexcept {
+  if (pieces.size() == 1) return "table_wise";
+  bool all_rows = true;
+  bool all_cols = true;
+  for (const shard* s : pieces) {
+    all_rows = all_rows && s->row_begin == 0 && s->row_end == spec.rows;
+    all_cols = all_cols && s->col_begin == 0 && s->col_end == spec.dim;
+  }
+  if (all_rows) return "column_wise";
+  if (all_cols) return "row_wise";
+  return "grid_shard";
+}
+
 // A shard's columns and rows: non-empty ranges inside its table.
 inline bool legal_shape(const table_spec& spec, const shard& s) noexcept {
   return s.col_begin >= 0 && s.col_end <= spec.dim && s.col_begin < s.col_end && s.row_begin >= 0 &&

@@ -45,21 +45,6 @@ inline nlohmann::json torchrec_shard(const topology& topo, const shard& s) {
   return j;
 }
 
-// TorchRec's ShardingType names, from the non-replica shards of one table.
-inline std::string_view torchrec_sharding_type(const table_spec& spec,
-                                               const std::vector<const shard*>& pieces) {
-  if (pieces.size() == 1) return "table_wise";  // a valid plan: it covers the table
-  bool all_rows = true;
-  bool all_cols = true;
-  for (const shard* s : pieces) {
-    all_rows = all_rows && s->row_begin == 0 && s->row_end == spec.rows;
-    all_cols = all_cols && s->col_begin == 0 && s->col_end == spec.dim;
-  }
-  if (all_rows) return "column_wise";
-  if (all_cols) return "row_wise";
-  return "grid_shard";
-}
-
 }  // namespace detail
 
 // Validates `p` against `t` (coverage, not memory), then describes each table.
@@ -88,7 +73,7 @@ inline nlohmann::json torchrec_sharding(const task& t, const plan& p) {
       shards.push_back(detail::torchrec_shard(t.cluster, *s));
     }
     nlohmann::json entry = nlohmann::json::object();
-    entry["sharding_type"] = std::string(detail::torchrec_sharding_type(spec, pieces[ti]));
+    entry["sharding_type"] = std::string(sharding_type_of(spec, pieces[ti]));
     entry["compute_kernel"] = "fused";
     entry["ranks"] = std::move(ranks);
     entry["sharding_spec"] = nlohmann::json::object();
