@@ -53,6 +53,7 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
+#include "embplan/cost/detail/reuse_cache.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -107,25 +108,6 @@ inline void validate(const analytic_cost_options& o) {
 
 inline constexpr double bytes_per_ms_per_gbps = 1e6;
 
-// Lookups served by the cache: the unique rows of the hottest reuse bins that
-// fit in `cache_rows` rows of cache, each re-read (middle - 1) times after its
-// first touch. Never more than lookups - unique rows.
-inline double cache_hits(const reuse_histogram& h, double lookups, double cache_rows) noexcept {
-  double total = 0.0;
-  for (double v : h)
-    total += v;
-  if (total <= 0.0 || lookups <= 0.0 || cache_rows <= 0.0) return 0.0;
-  const double unique = lookups / mean_reuse(h);
-  double left = cache_rows;
-  double hits = 0.0;
-  for (std::size_t k = reuse_bin_count; k-- > 1 && left > 0.0;) {
-    const double rows = unique * h[k] / total;
-    const double cached = std::min(rows, left);
-    left -= cached;
-    hits += cached * (reuse_bin_middle(k) - 1.0);
-  }
-  return std::min(hits, lookups - unique);
-}
 inline constexpr double pooled_bytes = 4.0;  // pooled outputs and their gradients are fp32
 
 }  // namespace cost::detail
