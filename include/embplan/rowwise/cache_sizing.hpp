@@ -24,8 +24,9 @@
 // placement that costs least: the whole table in HBM if it fits (no host
 // reads at all), else the largest cache that fits, but no larger than the
 // point where the curve goes flat (the tiered analytic cost is
-// non-increasing in the cache rows, so nothing cheaper fits), else — a table
-// with no reuse — no cache (host).
+// non-increasing in the cache rows, so nothing cheaper fits), else no cache
+// (host): a table with no reuse, or a budget below one cached row. Whatever
+// the tier, the batch's inputs and outputs stay in HBM (rowwise/storage.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -174,7 +175,7 @@ inline cache_size smallest_cache_for_miss_ratio(const table_spec& t, std::int64_
 
 struct tier_choice {
   tier_placement placement{};
-  cache_size cache{};  // hbm: every row, miss ratio 0; host: none, miss ratio 1
+  cache_size cache{};  // hbm: every row, miss ratio 0; host: no rows, the miss ratio of no cache
   storage_items storage{};
 };
 
