@@ -14,6 +14,7 @@
 #include "embplan/core/content_hash.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/core/memory_tier.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/core/table_spec.hpp"
@@ -47,13 +48,16 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
-// row-wise sharding: partitions, skew, hot-row replication, sizing, the split pre-pass
+// row-wise sharding: partitions, skew, hot-row replication, sizing, the split
+// pre-pass; memory tiers: cache sizing and itemised storage
+#include "embplan/rowwise/cache_sizing.hpp"
 #include "embplan/rowwise/gather.hpp"
 #include "embplan/rowwise/load.hpp"
 #include "embplan/rowwise/partition.hpp"
 #include "embplan/rowwise/replication.hpp"
 #include "embplan/rowwise/sizing.hpp"
 #include "embplan/rowwise/split.hpp"
+#include "embplan/rowwise/storage.hpp"
 #include "embplan/rowwise/zipf.hpp"
 
 // composition

@@ -294,3 +294,89 @@ TEST_CASE("the per-lookup overhead must be a finite time >= 0") {
   CHECK(msg.find("analytic_cost.lookup_overhead_ns") != std::string::npos);
   CHECK(msg.find("-1") != std::string::npos);
 }
+
+TEST_CASE(
+    "memory tiers: hbm is piece_forward_ms, host and uvm_caching read misses at host bandwidth") {
+  auto t = small_task();
+  const embplan::analytic_cost model;
+  const auto s = embplan::whole_table(t, 0, 0);
+  using embplan::memory_tier;
+  const embplan::tier_placement hbm{};
+  const embplan::tier_placement host{.tier = memory_tier::host};
+  const embplan::tier_placement half{.tier = memory_tier::uvm_caching, .load_factor = 0.5};
+  CHECK(model.tiered_piece_forward_ms(t, s, 0, hbm) == model.piece_forward_ms(t, s, 0));
+  CHECK(model.tiered_shard_cost(t, s, hbm) == model.shard_cost(t, s));
+  // host: 2000 lookups x 64 bytes / 25e6 bytes/ms = 0.00512 ms, plus the
+  // write (0.00064) and issue (0.0012) terms as in hbm.
+  CHECK(model.tiered_piece_forward_ms(t, s, 0, host) == doctest::Approx(0.00696).epsilon(1e-12));
+  CHECK(model.tiered_shard_cost(t, s, host) == doctest::Approx(3 * 0.00696).epsilon(1e-12));
+  // Rows read once: a cache saves nothing.
+  CHECK(model.tiered_piece_forward_ms(t, s, 0, half) == doctest::Approx(0.00696).epsilon(1e-12));
+
+  // Half the unique rows read twice: 1333.3 unique rows, 666.7 of them twice.
+  // 500 slots hold 500 twice-read rows: 500 hits, 1500 misses; the L2 holds
+  // the same 500 rows, so the hits come from it.
+  t.tables[0].reuse_hist = {};
+  t.tables[0].reuse_hist[0] = 0.5;
+  t.tables[0].reuse_hist[1] = 0.5;
+  const embplan::analytic_cost reads_only{{.output_write_factor = 0.0, .lookup_overhead_ns = 0.0}};
+  CHECK(reads_only.tiered_piece_forward_ms(t, s, 0, half) ==
+        doctest::Approx(64.0 * (500.0 / 1e9 + 1500.0 / 25e6)).epsilon(1e-12));
+  // No L2: the hits read HBM.
+  t.cluster.devices[0].cache_bytes = 0;
+  CHECK(reads_only.tiered_piece_forward_ms(t, s, 0, half) ==
+        doctest::Approx(64.0 * (500.0 / 1e8 + 1500.0 / 25e6)).epsilon(1e-12));
+  // A faster host link makes misses cheaper.
+  const embplan::analytic_cost fast{
+      {.output_write_factor = 0.0, .lookup_overhead_ns = 0.0, .host_bandwidth_gbps = 50.0}};
+  CHECK(fast.tiered_piece_forward_ms(t, s, 0, half) ==
+        doctest::Approx(64.0 * (500.0 / 1e8 + 1500.0 / 50e6)).epsilon(1e-12));
+}
+
+TEST_CASE("memory tiers: cost falls as the cache grows, from host to hbm") {
+  auto t = small_task();
+  t.tables[0].rows = 100'000;
+  t.tables[0].pooling_factor = 50.0;
+  t.tables[0].reuse_hist = {};
+  for (std::size_t k = 0; k < 10; ++k)
+    t.tables[0].reuse_hist[k] = 0.1;
+  const embplan::analytic_cost model;
+  const auto s = embplan::whole_table(t, 0, 0);
+  using embplan::memory_tier;
+  double last = model.tiered_piece_forward_ms(t, s, 0, {.tier = memory_tier::host});
+  for (double lf = 0.001; lf <= 1.0; lf *= 1.5) {
+    const double c = model.tiered_piece_forward_ms(
+        t, s, 0, {.tier = memory_tier::uvm_caching, .load_factor = lf});
+    CAPTURE(lf);
+    CHECK(c <= last);
+    last = c;
+  }
+  const double full = model.tiered_piece_forward_ms(
+      t, s, 0, {.tier = memory_tier::uvm_caching, .load_factor = 1.0});
+  // Every row cached still pays its first touch over the host link.
+  CHECK(model.piece_forward_ms(t, s, 0) < full);
+  // A row shard caches its own rows: half the rows, half the lookups.
+  embplan::shard half_rows = s;
+  half_rows.row_end = half_rows.row_begin + 50'000;
+  CHECK(model.tiered_piece_forward_ms(t, half_rows, 0, {.tier = memory_tier::host}) <
+        model.tiered_piece_forward_ms(t, s, 0, {.tier = memory_tier::host}));
+}
+
+TEST_CASE("memory tiers: a bad host bandwidth or load factor is named") {
+  const auto t = small_task();
+  const auto s = embplan::whole_table(t, 0, 0);
+  for (double bad : {0.0, -3.0}) {
+    const embplan::analytic_cost model{{.host_bandwidth_gbps = bad}};
+    const auto msg = embplan::test::message_of(
+        [&] { (void)model.tiered_shard_cost(t, s, {.tier = embplan::memory_tier::host}); });
+    CHECK(msg.find("analytic_cost.host_bandwidth_gbps") != std::string::npos);
+    CHECK(msg.find("a finite bandwidth > 0") != std::string::npos);
+  }
+  const embplan::analytic_cost model;
+  CHECK_THROWS_WITH_AS(
+      (void)model.tiered_piece_forward_ms(
+          t, s, 0, {.tier = embplan::memory_tier::uvm_caching, .load_factor = 0.0}),
+      doctest::Contains("field 'placement.load_factor' = 0"), embplan::error);
+  CHECK_THROWS_WITH_AS((void)model.tiered_piece_forward_ms(t, s, 3, {}),
+                       doctest::Contains("field 'device' = 3"), embplan::error);
+}

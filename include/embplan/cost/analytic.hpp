@@ -35,6 +35,21 @@
 // the forward all-to-all start late on some GPUs); the backward all-to-all moves
 // the same volume (gradients of the pooled outputs) and ignores start_ms.
 //
+// Memory tiers (tiered_piece_forward_ms; core/memory_tier.hpp): a piece in
+// hbm costs what piece_forward_ms says. In uvm_caching with c = ceil(load
+// factor x its rows) cache slots, or in host (c = 0), the reuse model of
+// cost/detail/reuse_cache.hpp splits its lookups: misses = lookups - the hits
+// of a cache of the c hottest rows (every cached row's first touch misses)
+// read row_bytes each over the host link at host_bandwidth_gbps; the rest are
+// served from the device cache in HBM, the last-level cache holding the
+// hottest min(its rows, c) of them as above:
+//   read_ms = row_bytes x ((served - l2_hits) / memory_bw + l2_hits / cache_bw
+//                          + misses / host_bw)
+// plus the same write and issue terms; backward = backward_factor x forward
+// again, so a backward's host traffic (the rows of missed lookups written
+// back; a cached table's optimizer state, which stays in host DRAM) is scaled,
+// not counted item by item.
+//
 // Bandwidths are GB/s; 1 GB/s = 1e6 bytes per millisecond.
 
 #include <algorithm>
@@ -49,10 +64,12 @@
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/core/memory_tier.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
+#include "embplan/cost/detail/reuse_cache.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -79,6 +96,12 @@ struct analytic_cost_options {
   // reports for 2080 Ti GPUs, where a pure bandwidth roofline would say ~1 ms.
   // Replace it with a value fitted to your own measurements.
   double lookup_overhead_ns = 0.6;
+  // Host-link bandwidth a device reads host-resident rows at (the uvm_caching
+  // tier's misses, every read of the host tier). PCIe 4.0 x16 carries 31.5
+  // GB/s per direction on paper; 25 is a round figure below it for gathers of
+  // single rows through unified memory, to calibrate against measurements.
+  // Used by tiered_piece_forward_ms only.
+  double host_bandwidth_gbps = 25.0;
 };
 
 namespace cost::detail {
@@ -103,29 +126,14 @@ inline void validate(const analytic_cost_options& o) {
     embplan::detail::fail("analytic_cost.output_write_factor", o.output_write_factor,
                           "a finite number >= 0");
   }
+  if (!std::isfinite(o.host_bandwidth_gbps) || o.host_bandwidth_gbps <= 0.0) {
+    embplan::detail::fail("analytic_cost.host_bandwidth_gbps", o.host_bandwidth_gbps,
+                          "a finite bandwidth > 0 (GB/s)");
+  }
 }
 
 inline constexpr double bytes_per_ms_per_gbps = 1e6;
 
-// Lookups served by the cache: the unique rows of the hottest reuse bins that
-// fit in `cache_rows` rows of cache, each re-read (middle - 1) times after its
-// first touch. Never more than lookups - unique rows.
-inline double cache_hits(const reuse_histogram& h, double lookups, double cache_rows) noexcept {
-  double total = 0.0;
-  for (double v : h)
-    total += v;
-  if (total <= 0.0 || lookups <= 0.0 || cache_rows <= 0.0) return 0.0;
-  const double unique = lookups / mean_reuse(h);
-  double left = cache_rows;
-  double hits = 0.0;
-  for (std::size_t k = reuse_bin_count; k-- > 1 && left > 0.0;) {
-    const double rows = unique * h[k] / total;
-    const double cached = std::min(rows, left);
-    left -= cached;
-    hits += cached * (reuse_bin_middle(k) - 1.0);
-  }
-  return std::min(hits, lookups - unique);
-}
 inline constexpr double pooled_bytes = 4.0;  // pooled outputs and their gradients are fp32
 
 }  // namespace cost::detail
@@ -148,22 +156,47 @@ struct analytic_cost {
   double piece_forward_ms(const task& t, const shard& s, std::size_t device) const {
     const auto& spec = t.tables[s.table];
     const auto& dev = t.cluster.devices[device];
-    const double batch = static_cast<double>(t.batch_size);
-    const double lookups = batch * spec.pooling_factor * static_cast<double>(s.rows()) /
-                           static_cast<double>(spec.rows);
-    const auto sector = static_cast<std::uint64_t>(options.sector_bytes);
-    const std::uint64_t raw_row =
-        static_cast<std::uint64_t>(s.cols()) * dtype_bytes(spec.weight_dtype);
-    const double row_bytes = static_cast<double>((raw_row + sector - 1) / sector * sector);
+    const piece_reads r = reads_of(t, s);
     const double memory_bpms = dev.memory_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
     const double cache_bpms = dev.cache_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
-    const double hits = cost::detail::cache_hits(spec.reuse_hist, lookups,
-                                                 static_cast<double>(dev.cache_bytes) / row_bytes);
-    const double read_ms = row_bytes * ((lookups - hits) / memory_bpms + hits / cache_bpms);
-    const double write_ms = batch * static_cast<double>(s.cols()) * cost::detail::pooled_bytes *
-                            options.output_write_factor / memory_bpms;
-    const double issue_ms = lookups * options.lookup_overhead_ns * 1e-6;
-    return read_ms + write_ms + issue_ms;
+    const double hits = cost::detail::cache_hits(
+        spec.reuse_hist, r.lookups, static_cast<double>(dev.cache_bytes) / r.row_bytes);
+    const double read_ms = r.row_bytes * ((r.lookups - hits) / memory_bpms + hits / cache_bpms);
+    return read_ms + write_ms(t, s, memory_bpms) + issue_ms(r.lookups);
+  }
+
+  // piece_forward_ms of the piece placed `where` (see the header comment):
+  // equal to it in hbm; in uvm_caching and host, the misses read at
+  // options.host_bandwidth_gbps.
+  double tiered_piece_forward_ms(const task& t, const shard& s, std::size_t device,
+                                 const tier_placement& where) const {
+    cost::detail::validate(options);
+    check_device(t, device, "device");
+    if (where.tier == memory_tier::hbm) {
+      validate(where);
+      return piece_forward_ms(t, s, device);
+    }
+    const auto& spec = t.tables[s.table];
+    const auto& dev = t.cluster.devices[device];
+    const piece_reads r = reads_of(t, s);
+    const auto slots = static_cast<double>(device_rows(where, s.rows()));
+    const double memory_bpms = dev.memory_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
+    const double cache_bpms = dev.cache_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
+    const double host_bpms = options.host_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
+    const double served = cost::detail::cache_hits(spec.reuse_hist, r.lookups, slots);
+    const double misses = r.lookups - served;
+    const double l2_hits = cost::detail::cache_hits(
+        spec.reuse_hist, r.lookups,
+        std::min(static_cast<double>(dev.cache_bytes) / r.row_bytes, slots));
+    const double read_ms = r.row_bytes * ((served - l2_hits) / memory_bpms + l2_hits / cache_bpms +
+                                          misses / host_bpms);
+    return read_ms + write_ms(t, s, memory_bpms) + issue_ms(r.lookups);
+  }
+
+  // shard_cost of the piece placed `where`: forward + backward, no launch.
+  double tiered_shard_cost(const task& t, const shard& s, const tier_placement& where) const {
+    check_device(t, s.device, "shard.device");
+    return (1.0 + options.backward_factor) * tiered_piece_forward_ms(t, s, s.device, where);
   }
 
   // Additive estimate of one piece (forward + backward, no launch) on the
@@ -249,6 +282,29 @@ struct analytic_cost {
   }
 
  private:
+  struct piece_reads {
+    double lookups = 0.0;    // batch x pooling factor x the piece's share of rows
+    double row_bytes = 0.0;  // cols x dtype bytes, rounded up to whole sectors
+  };
+
+  piece_reads reads_of(const task& t, const shard& s) const {
+    const auto& spec = t.tables[s.table];
+    const double batch = static_cast<double>(t.batch_size);
+    const double lookups = batch * spec.pooling_factor * static_cast<double>(s.rows()) /
+                           static_cast<double>(spec.rows);
+    const auto sector = static_cast<std::uint64_t>(options.sector_bytes);
+    const std::uint64_t raw_row =
+        static_cast<std::uint64_t>(s.cols()) * dtype_bytes(spec.weight_dtype);
+    return {lookups, static_cast<double>((raw_row + sector - 1) / sector * sector)};
+  }
+
+  // The pooled output, written once per bag.
+  double write_ms(const task& t, const shard& s, double memory_bpms) const {
+    return static_cast<double>(t.batch_size) * static_cast<double>(s.cols()) *
+           cost::detail::pooled_bytes * options.output_write_factor / memory_bpms;
+  }
+  double issue_ms(double lookups) const { return lookups * options.lookup_overhead_ns * 1e-6; }
+
   static void check_device(const task& t, std::size_t device, std::string_view field) {
     if (device >= t.cluster.size()) {
       embplan::detail::fail(field, device,
