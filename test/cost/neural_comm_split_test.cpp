@@ -528,6 +528,33 @@ TEST_CASE("plan_pricer: one backward network per distinct dim-sum vector, the sa
   CHECK(*split.networks == raw_before + 2);  // raw figures are not the clamped ones
 }
 
+TEST_CASE("plan_pricer: on 1,024 devices the backward memo is capped by bytes, not by entries") {
+  // A slot holds 1,024 dim sums and 1,024 figures (16 KiB): the memo keeps at
+  // most 32 MiB, 2,048 slots, emptied when the 1,025th vector comes (where
+  // the count cap of 32,768 entries would have held 1 GiB of them).
+  using namespace comm_split;
+  const counted_model<true> split{.model = bundled_compute()};
+  const auto t = task_on(1024, 4096);
+  embplan::search::detail::plan_pricer pricer;
+  const std::vector<embplan::compute_cost> compute(1024, {.fwd_ms = 1.0, .bwd_ms = 2.0});
+  const auto dims_of = [](std::int64_t i) {
+    std::vector<std::int64_t> dims(1024, 8);
+    dims[static_cast<std::size_t>(i % 1024)] = 4 * (i + 3);
+    return dims;
+  };
+  std::vector<double> first;
+  for (std::int64_t i = 0; i < 1'100; ++i) {
+    const double cost = pricer.max_ms(t, split, compute, dims_of(i));
+    if (i == 0) first.push_back(cost);
+  }
+  CHECK(*split.networks == 2 * 1'100);
+  (void)pricer.max_ms(t, split, compute, dims_of(1'099));  // held: the forward only
+  CHECK(*split.networks == 2 * 1'100 + 1);
+  const double again = pricer.max_ms(t, split, compute, dims_of(0));  // emptied: both
+  CHECK(*split.networks == 2 * 1'100 + 3);
+  CHECK(same_bits(again, first[0]));
+}
+
 TEST_CASE("plan_pricer::set_clamp_communication(false): raw predictions where the model splits") {
   using namespace comm_split;
   const auto model = compute_model_with(random_comm(4, 71, -5.0f));

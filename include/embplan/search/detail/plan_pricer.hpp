@@ -294,7 +294,8 @@ class plan_pricer {
 
   // The backward figures of the dim-sum vectors priced so far (exact: a
   // model's communication is a function of its inputs), in an open-addressing
-  // table emptied when it reaches max_slots / 2 entries or the clamp changes.
+  // table emptied when it reaches max_slots(width) / 2 entries or the clamp
+  // changes.
   class backward_memo {
    public:
     // Copies the figures of `dims` to out[0 .. dims.size()) where held.
@@ -311,9 +312,10 @@ class plan_pricer {
 
     void insert(std::span<const std::int64_t> dims, bool clamp, std::span<const double> values) {
       if (used_.empty() || dims.size() != width_ || clamp != clamp_) {
-        rehash(1024, dims.size(), clamp, false);  // a new width or clamp: start afresh
+        // A new width or clamp: start afresh.
+        rehash(std::min<std::size_t>(1024, max_slots(dims.size())), dims.size(), clamp, false);
       } else if (2 * (count_ + 1) > used_.size()) {
-        if (2 * used_.size() <= max_slots) {
+        if (2 * used_.size() <= max_slots(width_)) {
           rehash(2 * used_.size(), width_, clamp_, true);
         } else {
           std::fill(used_.begin(), used_.end(), 0);  // full at the cap: start again
@@ -324,7 +326,16 @@ class plan_pricer {
     }
 
    private:
-    static constexpr std::size_t max_slots = std::size_t{1} << 16;
+    // At most 2^16 slots, and at most max_bytes of keys and values: a slot
+    // holds a dim sum and a figure per device, 16 KiB on 1,024 devices, where
+    // 2^16 slots would be 1 GiB (5,384 tables on 1,024 devices reached 400 MB).
+    static constexpr std::size_t max_bytes = std::size_t{32} << 20;
+    static std::size_t max_slots(std::size_t width) noexcept {
+      const std::size_t per_slot = width * (sizeof(std::int64_t) + sizeof(double));
+      const std::size_t fit = per_slot == 0 ? std::size_t{1} << 16 : max_bytes / per_slot;
+      return std::clamp<std::size_t>(std::bit_floor(std::max<std::size_t>(fit, 1)), 16,
+                                     std::size_t{1} << 16);
+    }
 
     std::size_t offset(std::size_t slot) const noexcept { return slot * width_; }
 
