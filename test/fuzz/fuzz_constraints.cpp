@@ -1,8 +1,8 @@
 // libFuzzer harness: user constraints JSON (io/json_constraints.hpp), as
 // `embplan plan --constraints` reads it, for a fixed task of six tables
-// t0..t5 on four devices in two hosts. What is accepted is planned with:
-// the table-wise greedy and embplan's column beam search, each through
-// default_constraint with the rules; a plan either planner returns must pass
+// t0..t5 on four devices in two hosts (its dtypes applied, as there). What is
+// accepted is planned with the table-wise greedy and embplan's column beam
+// search, each through default_constraint with the rules; a plan either planner returns must pass
 // check_plan under the same rules (the rules hold for every plan that leaves
 // a planner), and a failure must say why.
 
@@ -59,11 +59,12 @@ void plan_and_check(const embplan::task& t, const embplan::default_constraint& r
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   embplan::fuzz::expect_only_embplan_errors([&] {
-    const auto& t = six_tables();
+    auto t = six_tables();
     const auto j = embplan::io::parse_json(embplan::fuzz::as_text(data, size), "constraints.json");
-    const auto rules = embplan::io::table_rules_from_json(j, t);
+    const auto c = embplan::io::user_constraints_from_json(j, t);
+    embplan::apply_dtypes(t, c);  // as `plan --constraints` does
     const embplan::default_constraint rule{embplan::memory_capacity{}, embplan::dim_multiple{},
-                                           rules};
+                                           embplan::table_rules(t, c)};
     plan_and_check(t, rule, embplan::lookup_greedy_planner({}, {}, rule, {}), "lookup_greedy");
     plan_and_check(t, rule, embplan::neuroshard_plus_planner({}, {}, rule, {}), "neuroshard_plus");
   });
