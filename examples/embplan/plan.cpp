@@ -200,9 +200,10 @@ void print_report(const embplan::task& t, const embplan::plan& p, const embplan:
   }
   std::cout << "tables split into pieces: " << split << " of " << r.tables.size() << '\n';
   tables.print(std::cout);
-  print_wrapped(std::cout,
-                "pieces: +N replicas. cost ms = the sum of its pieces' costs alone. "
-                "DRAM: host memory, 0 until memory tiers exist.");
+  print_wrapped(
+      std::cout,
+      "pieces: +N replicas. cost ms = the sum of its pieces' costs alone. "
+      "DRAM: host memory, the weights and optimizer state of uvm_caching and host tables.");
 }
 
 // The report's JSON (--json, key "report"): what print_report shows.
