@@ -36,8 +36,9 @@
 // the same volume (gradients of the pooled outputs) and ignores start_ms.
 //
 // Memory tiers (tiered_piece_forward_ms; core/memory_tier.hpp): a piece is
-// priced in its table's tier (table_spec::placement); in hbm as above. In uvm_caching with c = ceil(load
-// factor x its rows) cache slots, or in host (c = 0), the reuse model of
+// priced in its table's tier (table_spec::placement); in hbm as above. In
+// uvm_caching with c = ceil(load factor x its rows) cache slots, or in host
+// (c = 0), the reuse model of
 // cost/detail/reuse_cache.hpp splits its lookups: misses = lookups - the hits
 // of a cache of the c hottest rows (every cached row's first touch misses)
 // read row_bytes each over the host link at host_bandwidth_gbps; the rest are
