@@ -22,6 +22,7 @@
 #include "embplan/io/torchrec.hpp"
 #include "embplan/io/trace.hpp"
 #include "embplan/plan_report.hpp"
+#include "embplan/rowwise/tiers.hpp"
 #include "models.hpp"
 #include "options.hpp"
 #include "planners.hpp"
@@ -50,6 +51,7 @@ struct plan_args {
   std::string autoshard_policy;  // empty: the bundled AutoShard policy
   std::string constraints;       // empty: no user constraints (issue 24)
   std::string check;             // a plan file to re-validate instead of planning
+  std::string tiers = "none";    // "auto": choose_tiers before planning (issue 24)
   bool no_report = false;        // text output without the plan report's sections
   meter_args meter;
 };
@@ -200,9 +202,10 @@ void print_report(const embplan::task& t, const embplan::plan& p, const embplan:
   }
   std::cout << "tables split into pieces: " << split << " of " << r.tables.size() << '\n';
   tables.print(std::cout);
-  print_wrapped(std::cout,
-                "pieces: +N replicas. cost ms = the sum of its pieces' costs alone. "
-                "DRAM: host memory, 0 until memory tiers exist.");
+  print_wrapped(
+      std::cout,
+      "pieces: +N replicas. cost ms = the sum of its pieces' costs alone. "
+      "DRAM: host memory, the weights and optimizer state of uvm_caching and host tables.");
 }
 
 // The report's JSON (--json, key "report"): what print_report shows.
@@ -304,13 +307,49 @@ embplan::task load_task(const std::string& file, std::size_t index) {
 }
 
 // The user's constraints (--constraints), read for `t`, whose tables take
-// the file's dtypes (apply_dtypes: planned, checked and hashed with them);
+// the file's dtypes and tiers (apply_table_rules: planned, checked and hashed
+// with them);
 // none: empty rules.
-embplan::table_rules load_rules(const std::string& file, embplan::task& t) {
-  if (file.empty()) return {};
-  const auto c = embplan::io::user_constraints_from_json(embplan::io::read_json_file(file), t);
-  embplan::apply_dtypes(t, c);
-  return embplan::table_rules(t, c);
+// With --tiers auto, choose_tiers then moves tables the file does not tier
+// off HBM while the tables do not fit it; the moves are returned for the
+// output (plan and --check take the same flags, so they hash the same task).
+struct loaded_rules {
+  embplan::table_rules rules;
+  std::vector<embplan::tier_move> tier_moves;
+};
+
+loaded_rules load_rules(const plan_args& a, embplan::task& t) {
+  if (a.tiers != "none" && a.tiers != "auto") {
+    embplan::detail::fail("--tiers", a.tiers, "\"none\" or \"auto\"");
+  }
+  loaded_rules out;
+  std::vector<bool> tiered(t.tables.size(), false);
+  if (!a.constraints.empty()) {
+    const auto c =
+        embplan::io::user_constraints_from_json(embplan::io::read_json_file(a.constraints), t);
+    embplan::apply_table_rules(t, c);
+    out.rules = embplan::table_rules(t, c);
+    for (const auto& rule : c.tables)
+      if (rule.placement && rule.table < tiered.size()) tiered[rule.table] = true;
+  }
+  if (a.tiers == "auto") out.tier_moves = embplan::choose_tiers(t, {}, tiered);
+  return out;
+}
+
+std::string tier_moves_text(const embplan::task& t, const std::vector<embplan::tier_move>& moves) {
+  if (moves.empty()) return "tiers: auto, every table fits in HBM; none moved\n";
+  std::string out = "tiers: auto moved " + std::to_string(moves.size()) + " of " +
+                    std::to_string(t.tables.size()) + " tables off HBM:";
+  for (const auto& m : moves) {
+    const auto& name = t.tables[m.table].name;
+    out += "\n  " + (name.empty() ? "#" + std::to_string(m.table) : name) + " -> " +
+           std::string(embplan::to_string(m.placement.tier));
+    if (m.placement.tier == embplan::memory_tier::uvm_caching) {
+      out += " (load factor " + fixed(m.placement.load_factor, 4) + ")";
+    }
+    out += ", frees " + bytes_text(m.hbm_freed_bytes) + ", +" + fixed(m.added_cost_ms, 4) + " ms";
+  }
+  return out + '\n';
 }
 
 // The plan's shards, in plan order, through the user's rules once more before
@@ -341,7 +380,8 @@ int run_check(const plan_args& a, const CLI::App& sub) {
     }
   }
   auto t = load_task(a.task, a.index);
-  const auto rules = load_rules(a.constraints, t);
+  const auto [rules, tier_moves] = load_rules(a, t);
+  if (a.tiers == "auto") std::cout << tier_moves_text(t, tier_moves);
   const auto doc = embplan::io::read_json_file(a.check);
   // A --json report holds the plan under "plan".
   const bool report = doc.is_object() && doc.contains("plan") && doc.contains("devices");
@@ -409,7 +449,7 @@ int run_plan(const plan_args& a) {
   check_output_path("--json", a.json);
   auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
-  const auto rules = load_rules(a.constraints, t);
+  const auto [rules, tier_moves] = load_rules(a, t);
   auto pm = load_planning_model(a.model);
   if (is_dreamshard(planner) || !a.policy.empty()) load_policy(pm, a.policy);
   if (is_autoshard(planner) || !a.autoshard_policy.empty()) {
@@ -473,6 +513,7 @@ int run_plan(const plan_args& a) {
     std::cout << "constraints: " << rules.describe() << " from " << a.constraints
               << ", applied and the plan re-checked against them\n";
   }
+  if (a.tiers == "auto") std::cout << tier_moves_text(t, tier_moves);
   std::cout << '\n';
 
   // Per table: where each piece went, its cost alone and its bytes.
@@ -489,6 +530,17 @@ int run_plan(const plan_args& a) {
   if (is_autoshard(planner)) report["policy"] = pm.autoshard_text;
   if (!rules.empty()) {
     report["constraints"] = {{"file", a.constraints}, {"applied", rules.describe()}};
+  }
+  if (a.tiers == "auto") {
+    nlohmann::json moves = nlohmann::json::array();
+    for (const auto& m : tier_moves) {
+      moves.push_back({{"table", m.table},
+                       {"tier", std::string(embplan::to_string(m.placement.tier))},
+                       {"load_factor", m.placement.load_factor},
+                       {"hbm_freed_bytes", m.hbm_freed_bytes},
+                       {"added_cost_ms", m.added_cost_ms}});
+    }
+    report["tier_moves"] = std::move(moves);
   }
   report["piece_cost_by"] = piece_meter.text;
   report["tables"] = nlohmann::json::array();
@@ -613,7 +665,13 @@ command add_plan(CLI::App& app) {
   add_autoshard_policy_option(sub, a->autoshard_policy);
   sub->add_option("--constraints", a->constraints,
                   "user constraints JSON: per table allowed devices/hosts, sharding kinds, "
-                  "max_shards; co-location and anti-affinity groups (README, Constraints)");
+                  "max_shards, dtype, tier; co-location and anti-affinity groups (README, "
+                  "Constraints)");
+  sub->add_option("--tiers", a->tiers,
+                  "none (default): every table in the tier the task and --constraints give; "
+                  "auto: while the tables do not fit 90% of the cluster's HBM, move tables to "
+                  "uvm_caching or host, least added analytic cost per HBM byte freed first")
+      ->check(CLI::IsMember({"none", "auto"}));
   add_meter_options(sub, a->meter);
   return {sub, [a, sub] { return a->check.empty() ? run_plan(*a) : run_check(*a, *sub); }};
 }

@@ -7,9 +7,9 @@
 //
 // Figures, and where they come from:
 //  - memory: the storage accounting of validate() and memory_capacity
-//    (placement_state, shard_bytes: weights plus the task's optimizer state).
-//    All of it is HBM (device memory) until memory tiers exist; dram_bytes is
-//    0 until then.
+//    (placement_state, shard_bytes: the HBM of each shard by its table's
+//    memory tier, core/plan.hpp); host DRAM from shard_dram_bytes (the weights
+//    and optimizer state of uvm_caching and host tables; 0 in hbm).
 //  - device cost: a plan_cost (evaluate(), or a meter's own); its max is the
 //    plan's cost.
 //  - the critical path, as evaluate() prices a step (NeuroShard §3.3): each
@@ -85,7 +85,7 @@ struct device_report {
   std::uint64_t hbm_capacity_bytes = 0;  // device_spec::memory_bytes
   std::uint64_t hbm_used_bytes = 0;      // its shards' shard_bytes
   std::uint64_t hbm_free_bytes = 0;      // capacity - used; 0 where used exceeds it
-  std::uint64_t dram_used_bytes = 0;     // host memory: 0 until memory tiers exist
+  std::uint64_t dram_used_bytes = 0;     // host memory: its shards' shard_dram_bytes
   device_cost cost{};
   double compute_ms() const noexcept { return cost.fwd_compute_ms + cost.bwd_compute_ms; }
   double comm_ms() const noexcept { return cost.fwd_comm_ms + cost.bwd_comm_ms; }
@@ -113,7 +113,7 @@ struct table_report {
   std::size_t replicas = 0;
   double cost_ms = 0.0;          // sum of its shards' cost_ms
   std::uint64_t hbm_bytes = 0;   // sum of its shards' shard_bytes
-  std::uint64_t dram_bytes = 0;  // 0 until memory tiers exist
+  std::uint64_t dram_bytes = 0;  // sum of its shards' shard_dram_bytes
 
   friend bool operator==(const table_report&, const table_report&) = default;
 };
@@ -215,6 +215,10 @@ plan_report plan_report_of(const task& t, const plan& p, const plan_cost& cost,
     auto& table = out.tables[s.table];
     table.cost_ms += ms;
     table.hbm_bytes = checked_add(table.hbm_bytes, piece.hbm_bytes, "table memory");
+    const std::uint64_t dram = shard_dram_bytes(t, s);
+    table.dram_bytes = checked_add(table.dram_bytes, dram, "table host memory");
+    auto& device_dram = out.devices[s.device].dram_used_bytes;
+    device_dram = checked_add(device_dram, dram, "device host memory");
     table.devices.push_back(s.device);
     if (s.replica) {
       ++table.replicas;

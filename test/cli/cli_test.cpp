@@ -2164,3 +2164,51 @@ TEST_CASE("plan prints the plan report: memory, critical path, imbalance, costli
   CHECK(r.code == 2);
   CHECK(r.err.find("'--no-report'") != std::string::npos);
 }
+
+TEST_CASE("plan --tiers auto: a task too big for HBM plans with tables moved off it, and checks") {
+  // Four tables of 0.715 GiB on two devices of 1 GiB: 2.86 GiB of tables for 2 GiB of HBM.
+  // a and b are read skewed (half their unique rows 33-64 times a batch), c and d uniformly.
+  const auto task = scratch() / "tiers-task.json";
+  write(task, R"({"name": "tiers",
+                  "tables": [{"name": "a", "rows": 3000000, "dim": 64, "pooling_factor": 20,
+                              "reuse_hist": [0.5,0,0,0,0,0,0.5,0,0,0,0,0,0,0,0,0,0]},
+                             {"name": "b", "rows": 3000000, "dim": 64, "pooling_factor": 10,
+                              "reuse_hist": [0.5,0,0,0,0,0,0.5,0,0,0,0,0,0,0,0,0,0]},
+                             {"name": "c", "rows": 3000000, "dim": 64, "pooling_factor": 2},
+                             {"name": "d", "rows": 3000000, "dim": 64, "pooling_factor": 1}],
+                  "cluster": {"count": 2, "device": {"memory_gib": 1}}})");
+  for (const char* planner : {"lookup_greedy", "neuroshard_plus"}) {
+    CAPTURE(planner);
+    const std::string common =
+        " --task " + task.string() + " --planner " + std::string(planner) + " --model none";
+    const auto none = run("plan" + common);
+    CHECK(none.code != 0);
+    const auto plan = scratch() / ("tiers-plan-" + std::string(planner) + ".json");
+    const auto report = scratch() / ("tiers-report-" + std::string(planner) + ".json");
+    const auto r = run("plan" + common + " --tiers auto --out " + plan.string() + " --json " +
+                       report.string());
+    INFO(r.out, r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("tiers: auto moved") != std::string::npos);
+    const auto j = nlohmann::json::parse(slurp(report));
+    REQUIRE(!j.at("tier_moves").empty());
+    std::uint64_t dram = 0;
+    for (const auto& d : j.at("devices"))
+      dram += d.at("dram_used_bytes").get<std::uint64_t>();
+    CHECK(dram > 0);
+    auto c = run("plan --check " + plan.string() + " --task " + task.string() + " --tiers auto");
+    INFO(c.out, c.err);
+    CHECK(c.code == 0);
+    CHECK(c.out.find("plan OK") != std::string::npos);
+    // Without --tiers auto the tables are in HBM again: over memory, another hash.
+    c = run("plan --check " + plan.string() + " --task " + task.string());
+    CHECK(c.code == 3);
+  }
+  // A learned model refuses a table off hbm, naming it.
+  const auto learned =
+      run("plan --task " + task.string() + " --planner lookup_greedy --tiers auto");
+  CHECK(learned.code != 0);
+  CHECK(learned.err.find(".tier' = \"") != std::string::npos);
+  // --tiers takes none or auto.
+  CHECK(run("plan --task " + task.string() + " --tiers some").code != 0);
+}

@@ -121,3 +121,17 @@ TEST_CASE("provenance_of: planner, seed, hash and this library's version") {
                          std::to_string(EMBPLAN_VERSION_MINOR) + "." +
                          std::to_string(EMBPLAN_VERSION_PATCH));
 }
+
+TEST_CASE("content hash: a table's tier counts only off hbm") {
+  const auto t = golden_task();
+  const auto base = embplan::content_hash(t, "p", 1);
+  auto u = t;
+  u.tables[0].placement = {embplan::memory_tier::uvm_caching, 0.5};
+  const auto uvm = embplan::content_hash(u, "p", 1);
+  CHECK(uvm != base);
+  u.tables[0].placement.load_factor = 0.25;
+  CHECK(embplan::content_hash(u, "p", 1) != uvm);
+  u.tables[0].placement = {embplan::memory_tier::host, 0.0};
+  CHECK(embplan::content_hash(u, "p", 1) != base);
+  CHECK(embplan::content_hash(u, "p", 1) != uvm);
+}

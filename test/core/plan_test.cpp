@@ -251,3 +251,42 @@ TEST_CASE("plan cost: max, min and degree of balance (of compute)") {
   CHECK(c.balance() == 0.6);
   CHECK(embplan::plan_cost{}.balance() == 1.0);
 }
+
+TEST_CASE("shard_bytes counts HBM by the table's tier; shard_dram_bytes the host DRAM") {
+  auto t = two_tables_two_devices();
+  t.optimizer_state = embplan::optimizer::rowwise_adagrad;
+  const embplan::shard whole = embplan::whole_table(t, 0, 0);
+  const embplan::shard half{0, 0, 0, 16, 0, 50, false};
+  // hbm: as before tiers, weights and optimizer state.
+  CHECK(embplan::shard_bytes(t, whole) == 100 * 16 * 4 + 100 * 4);
+  CHECK(embplan::shard_dram_bytes(t, whole) == 0);
+
+  // uvm_caching: the HBM items storage.hpp charges, nothing more.
+  t.tables[0].placement = {embplan::memory_tier::uvm_caching, 0.1};
+  for (const auto& s : {whole, half}) {
+    const auto items =
+        embplan::rowwise::shard_storage(t.tables[0], s.rows(), static_cast<std::int32_t>(s.cols()),
+                                        1, t.optimizer_state, t.tables[0].placement);
+    CHECK(embplan::shard_bytes(t, s) == items.weights.hbm_bytes + items.cache_state.hbm_bytes);
+    CHECK(embplan::shard_dram_bytes(t, s) ==
+          items.weights.host_bytes + items.optimizer_state.host_bytes);
+  }
+  CHECK(embplan::shard_bytes(t, whole) == 10 * (16 * 4 + 16) + 100 * 4);
+  CHECK(embplan::shard_dram_bytes(t, whole) == 100 * 16 * 4 + 100 * 4);
+
+  // host: nothing in HBM.
+  t.tables[0].placement = {embplan::memory_tier::host, 0.0};
+  CHECK(embplan::shard_bytes(t, whole) == 0);
+  CHECK(embplan::shard_dram_bytes(t, whole) == 100 * 16 * 4 + 100 * 4);
+}
+
+TEST_CASE("memory checks see HBM: a table too big for a device fits it off hbm") {
+  auto t = two_tables_two_devices();
+  for (auto& d : t.cluster.devices)
+    d.memory_bytes = 4000;  // one table's 6,400 bytes do not fit
+  const auto p = embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1});
+  CHECK(!message_of(p, t).empty());
+  t.tables[0].placement = {embplan::memory_tier::uvm_caching, 0.1};
+  t.tables[1].placement = {embplan::memory_tier::host, 0.0};
+  CHECK(message_of(p, t).empty());
+}

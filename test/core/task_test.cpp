@@ -69,3 +69,13 @@ TEST_CASE("a valid task passes; bad tasks name the field and the value") {
   t.tables[0].rows = 0;
   CHECK(message_of(t).find("task.tables[0].rows' = 0") != std::string::npos);
 }
+
+TEST_CASE("a uvm_caching table needs a load factor in (0, 1]") {
+  auto t = one_table_task();
+  t.tables[0].placement = {embplan::memory_tier::uvm_caching, 0.0};
+  CHECK(message_of(t).find("task.tables[0].load_factor' = 0") != std::string::npos);
+  t.tables[0].placement.load_factor = 1.0;
+  CHECK(message_of(t).empty());
+  t.tables[0].placement = {embplan::memory_tier::host, 0.0};
+  CHECK(message_of(t).empty());
+}

@@ -380,3 +380,25 @@ TEST_CASE("memory tiers: a bad host bandwidth or load factor is named") {
   CHECK_THROWS_WITH_AS((void)model.tiered_piece_forward_ms(t, s, 3, {}),
                        doctest::Contains("field 'device' = 3"), embplan::error);
 }
+
+TEST_CASE("memory tiers: a table's own tier prices its pieces; hbm's figures are unchanged") {
+  auto t = small_task();
+  const embplan::analytic_cost model;
+  const auto s = embplan::whole_table(t, 0, 0);
+  const double hbm_ms = model.piece_forward_ms(t, s, 0);
+  const auto hbm_compute = model.compute(t, std::span<const embplan::shard>(&s, 1), 0);
+  const embplan::tier_placement host{.tier = embplan::memory_tier::host};
+  const embplan::tier_placement half{.tier = embplan::memory_tier::uvm_caching, .load_factor = 0.5};
+  for (const auto& where : {host, half}) {
+    auto u = t;
+    u.tables[0].placement = where;
+    CHECK(model.piece_forward_ms(u, s, 0) == model.tiered_piece_forward_ms(t, s, 0, where));
+    CHECK(model.shard_cost(u, s) == model.tiered_shard_cost(t, s, where));
+    // An explicit placement overrides the table's: hbm is hbm's figure.
+    CHECK(model.tiered_piece_forward_ms(u, s, 0, {}) == hbm_ms);
+    const auto c = model.compute(u, std::span<const embplan::shard>(&s, 1), 0);
+    CHECK(c.fwd_ms ==
+          model.options.kernel_launch_ms + model.tiered_piece_forward_ms(t, s, 0, where));
+    CHECK(c.fwd_ms > hbm_compute.fwd_ms);
+  }
+}

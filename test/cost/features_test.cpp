@@ -42,3 +42,22 @@ TEST_CASE("neuroshard20 follows NeuroShard's string-sorted table_configs keys") 
     CHECK(g[4 + k] == static_cast<float>(t.reuse_hist[k]));
   CHECK(embplan::cost::feature_names(feature_set::embplan21)[5] == "bin_1");
 }
+
+TEST_CASE("a learned model's features refuse a table off hbm, naming the table and tier") {
+  embplan::table_spec t;
+  t.name = "clicks";
+  t.rows = 100;
+  t.dim = 8;
+  t.pooling_factor = 1.0;
+  std::vector<float> out(embplan::cost::feature_count(embplan::cost::feature_set::embplan21));
+  CHECK_NOTHROW(embplan::cost::table_features(t, embplan::cost::feature_set::embplan21, out));
+  t.placement = {embplan::memory_tier::uvm_caching, 0.5};
+  try {
+    embplan::cost::table_features(t, embplan::cost::feature_set::embplan21, out);
+    CHECK(false);
+  } catch (const embplan::error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("table 'clicks'.tier' = \"uvm_caching\"") != std::string::npos);
+    CHECK(msg.find("analytic") != std::string::npos);
+  }
+}

@@ -107,7 +107,7 @@ TEST_CASE(
   // Built on the task as read: the rule names the table, its dtype and the fix.
   CHECK(message_of([&] { (void)embplan::table_rules(t, c); }) ==
         "field 'constraints.tables.t2.dtype' = \"fp16\": expected the task's dtype of table 't2' "
-        "(fp32): apply_dtypes(task, constraints) before planning");
+        "(fp32): apply_table_rules(task, constraints) before planning");
   const auto bytes_before = embplan::table_bytes(t.tables[2]);
   embplan::apply_dtypes(t, c);
   CHECK(t.tables[2].weight_dtype == embplan::dtype::fp16);
@@ -135,4 +135,35 @@ TEST_CASE("constraints JSON: a name two tables share must be given by index") {
   CHECK(msg ==
         "field 'constraints.tables.t1' = \"t1\": expected a name of one table, but tables "
         "1 and 3 share it (name the table \"#<index>\")");
+}
+
+TEST_CASE("constraints JSON: a tier rewrites the task's table like a dtype; bad tiers named") {
+  auto t = task_of_six();
+  const auto j = embplan::io::parse_json(R"({"tables": {"t2": {"tier": "uvm_caching",
+                                                              "load_factor": 0.2},
+                                                       "t3": {"tier": "host"}}})");
+  const auto c = embplan::io::user_constraints_from_json(j, t);
+  REQUIRE(c.tables.size() == 2);
+  CHECK(c.tables[0].placement == embplan::tier_placement{embplan::memory_tier::uvm_caching, 0.2});
+  CHECK(message_of([&] { (void)embplan::table_rules(t, c); }) ==
+        "field 'constraints.tables.t2.tier' = \"uvm_caching\": expected the task's tier of table "
+        "'t2' (hbm): apply_table_rules(task, constraints) before planning");
+  embplan::apply_table_rules(t, c);
+  CHECK(t.tables[2].placement.tier == embplan::memory_tier::uvm_caching);
+  CHECK(t.tables[3].placement.tier == embplan::memory_tier::host);
+  CHECK(t.tables[0].placement.tier == embplan::memory_tier::hbm);
+  CHECK_NOTHROW(embplan::table_rules(t, c));
+
+  CHECK(error_of(R"({"tables": {"t1": {"tier": "disk"}}})")
+            .starts_with("field 'constraints.tables.t1.tier' = \"disk\": expected one of"));
+  CHECK(error_of(R"({"tables": {"t1": {"tier": "uvm_caching"}}})")
+            .starts_with("field 'constraints.tables.t1.load_factor' = 0:"));
+  CHECK(error_of(R"({"tables": {"t1": {"tier": "uvm_caching", "load_factor": 2}}})")
+            .starts_with("field 'constraints.tables.t1.load_factor' = 2: expected a cache load "
+                         "factor in (0, 1]"));
+  CHECK(error_of(R"({"tables": {"t1": {"tier": "host", "load_factor": 0.5}}})")
+            .starts_with("field 'constraints.tables.t1.load_factor' = 0.5: expected a load factor "
+                         "only with"));
+  CHECK(error_of(R"({"tables": {"t1": {"load_factor": 0.5}}})")
+            .starts_with("field 'constraints.tables.t1.load_factor' = 0.5:"));
 }

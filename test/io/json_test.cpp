@@ -898,3 +898,42 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE("a table's memory tier: read, validated, written only off hbm") {
+  auto bad = [](json j) { return error_of([&] { (void)io::pool_from_json(json::array({j})); }); };
+  const json plain = table_json();
+  // hbm is the default and is not written: files from before tiers round trip.
+  const auto hbm = io::pool_from_json(json::array({plain}))[0];
+  CHECK(hbm.placement == embplan::tier_placement{});
+  CHECK(!io::to_json(hbm).contains("tier"));
+  CHECK(!io::to_json(hbm).contains("load_factor"));
+
+  json j = plain;
+  j["tier"] = "uvm_caching";
+  j["load_factor"] = 0.25;
+  const auto uvm = io::pool_from_json(json::array({j}))[0];
+  CHECK(uvm.placement.tier == embplan::memory_tier::uvm_caching);
+  CHECK(uvm.placement.load_factor == 0.25);
+  CHECK(io::to_json(uvm)["tier"] == "uvm_caching");
+  CHECK(io::table_from_json(io::to_json(uvm), "t") == uvm);
+
+  j = plain;
+  j["tier"] = "host";
+  const auto host = io::pool_from_json(json::array({j}))[0];
+  CHECK(host.placement.tier == embplan::memory_tier::host);
+  CHECK(!io::to_json(host).contains("load_factor"));
+  CHECK(io::table_from_json(io::to_json(host), "t") == host);
+
+  j = plain;
+  j["tier"] = "ssd";
+  CHECK(contains(bad(j), "field 'tables[0].tier' = \"ssd\": expected one of \"hbm\""));
+  j["tier"] = "uvm_caching";
+  CHECK(contains(bad(j), "field 'tables[0].load_factor'"));
+  j["load_factor"] = 1.5;
+  CHECK(contains(bad(j), "field 'tables[0].load_factor' = 1.5: expected a cache load factor"));
+  j["load_factor"] = 0;
+  CHECK(contains(bad(j), "field 'tables[0].load_factor' = 0"));
+  j["tier"] = "host";
+  j["load_factor"] = 0.5;
+  CHECK(contains(bad(j), "field 'tables[0].load_factor' = 0.5: expected a load factor only with"));
+}

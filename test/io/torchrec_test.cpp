@@ -105,3 +105,17 @@ TEST_CASE("torchrec_sharding rejects invalid plans and ambiguous names") {
       doctest::Contains("field 'tables[1].name' = \"t0\": expected a name no other"),
       embplan::error);
 }
+
+TEST_CASE("torchrec_sharding: a table's tier picks its compute kernel and cache load factor") {
+  auto t = four_tables();
+  t.tables[1].placement = {embplan::memory_tier::uvm_caching, 0.25};
+  t.tables[2].placement = {embplan::memory_tier::host, 0.0};
+  const auto p = embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3});
+  const auto j = embplan::io::torchrec_sharding(t, p);
+  CHECK(j["t0"]["compute_kernel"] == "fused");
+  CHECK(!j["t0"].contains("cache_params"));
+  CHECK(j["t1"]["compute_kernel"] == "fused_uvm_caching");
+  CHECK(j["t1"]["cache_params"]["load_factor"] == 0.25);
+  CHECK(j["t2"]["compute_kernel"] == "fused_uvm");
+  CHECK(!j["t2"].contains("cache_params"));
+}

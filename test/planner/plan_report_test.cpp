@@ -268,3 +268,29 @@ TEST_CASE("plan_report: a device over its memory shows none free; bad input is n
           (void)embplan::plan_report_of(t, p, cost, by_hand());
         }).starts_with("field 'cost.devices[1].total_ms' = "));
 }
+
+TEST_CASE("plan_report: tables off hbm count their cache in HBM and their rows in DRAM") {
+  auto t = hand_task();
+  // t2 (cuda:1, 1,000 x 16 fp32) in host; t5 (split over cuda:0 and cuda:1) in
+  // uvm_caching with 10% of its rows cached.
+  t.tables[2].placement = {embplan::memory_tier::host, 0.0};
+  t.tables[5].placement = {embplan::memory_tier::uvm_caching, 0.1};
+  const auto p = hand_plan(t);
+  const auto r = embplan::plan_report_of(t, p, by_hand());
+  // t5's halves: 50 slots x (32 + 16) bytes + 500 rows x 4 bytes = 4,400 bytes
+  // of HBM each instead of 16,000; 16,000 bytes of DRAM each.
+  CHECK(r.devices[0].hbm_used_bytes == 176'000 - 16'000 + 4'400);
+  CHECK(r.devices[1].hbm_used_bytes == 112'000 - 64'000 - 16'000 + 4'400);
+  CHECK(r.devices[0].dram_used_bytes == 16'000);
+  CHECK(r.devices[1].dram_used_bytes == 64'000 + 16'000);
+  CHECK(r.devices[2].dram_used_bytes == 0);
+  CHECK(r.tables[2].hbm_bytes == 0);
+  CHECK(r.tables[2].dram_bytes == 64'000);
+  CHECK(r.tables[5].hbm_bytes == 8'800);
+  CHECK(r.tables[5].dram_bytes == 32'000);
+  CHECK(r.tables[0].dram_bytes == 0);
+  // Their pieces are priced in their tier.
+  CHECK(r.tables[2].cost_ms == by_hand().tiered_shard_cost(hand_task(),
+                                                           embplan::whole_table(t, 2, 1),
+                                                           t.tables[2].placement));
+}

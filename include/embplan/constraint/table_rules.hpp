@@ -9,9 +9,10 @@
 //   max_shards       at most this many pieces of the table (replicas count)
 //   dtype            the table's weights are stored as this dtype (fp32,
 //                    fp16, int8): not a test of pieces but of the task, which
-//                    apply_dtypes() rewrites before planning, so that memory
+//                    apply_table_rules() rewrites before planning, so that memory
 //                    and costs are the dtype's; the rules refuse a task whose
-//                    table has another dtype (apply_dtypes was forgotten)
+//                    table has another dtype (apply_table_rules was forgotten)
+//   tier, load_factor  the table's memory tier, applied and checked as dtype is
 //   colocate         groups whose tables' pieces all go to one device: the
 //                    first piece placed decides, the others must follow it
 //   separate         anti-affinity groups: no two of the group's tables share
@@ -83,13 +84,14 @@ inline sharding_kind kind_of(const task& t, const shard& s) noexcept {
 
 // One table's rules; empty lists mean "any".
 struct table_rule {
-  std::size_t table = 0;                  // index in the task
-  std::vector<std::size_t> devices{};     // allowed devices (one: pinned)
-  std::vector<std::size_t> hosts{};       // allowed hosts (with devices: both must allow)
-  std::vector<sharding_kind> sharding{};  // allowed kinds of piece
-  std::uint32_t max_shards = 0;           // at most this many pieces; 0: no bound
-  std::optional<dtype> weight_dtype{};    // stored as this dtype (apply_dtypes)
-  std::string where{};                    // its path in messages; "": <where>.tables[i]
+  std::size_t table = 0;                      // index in the task
+  std::vector<std::size_t> devices{};         // allowed devices (one: pinned)
+  std::vector<std::size_t> hosts{};           // allowed hosts (with devices: both must allow)
+  std::vector<sharding_kind> sharding{};      // allowed kinds of piece
+  std::uint32_t max_shards = 0;               // at most this many pieces; 0: no bound
+  std::optional<dtype> weight_dtype{};        // stored as this dtype (apply_table_rules)
+  std::optional<tier_placement> placement{};  // in this memory tier (apply_table_rules)
+  std::string where{};                        // its path in messages; "": <where>.tables[i]
 };
 
 struct user_constraints {
@@ -101,12 +103,20 @@ struct user_constraints {
 };
 
 // Task `t` with each table a rule of `c` gives a dtype stored as that dtype
-// (table_spec::weight_dtype): what the planners then see, in bytes and in
-// cost. Rules of tables `t` lacks are left to table_rules to name.
+// (table_spec::weight_dtype) and a memory tier placed in it
+// (table_spec::placement): what the planners then see, in bytes and in cost.
+// Rules of tables `t` lacks are left to table_rules to name.
+inline void apply_table_rules(task& t, const user_constraints& c) noexcept {
+  for (const auto& rule : c.tables) {
+    if (rule.table >= t.tables.size()) continue;
+    if (rule.weight_dtype) t.tables[rule.table].weight_dtype = *rule.weight_dtype;
+    if (rule.placement) t.tables[rule.table].placement = *rule.placement;
+  }
+}
+
+// The name apply_table_rules had when it applied dtypes only.
 inline void apply_dtypes(task& t, const user_constraints& c) noexcept {
-  for (const auto& rule : c.tables)
-    if (rule.weight_dtype && rule.table < t.tables.size())
-      t.tables[rule.table].weight_dtype = *rule.weight_dtype;
+  apply_table_rules(t, c);
 }
 
 namespace constraint_detail {
@@ -408,7 +418,13 @@ class table_rules {
         detail::fail(detail::path(at, "dtype"), to_string(*rule.weight_dtype),
                      "the task's dtype of table '" + t.tables[rule.table].name + "' (" +
                          std::string(to_string(t.tables[rule.table].weight_dtype)) +
-                         "): apply_dtypes(task, constraints) before planning");
+                         "): apply_table_rules(task, constraints) before planning");
+      }
+      if (rule.placement && *rule.placement != t.tables[rule.table].placement) {
+        detail::fail(detail::path(at, "tier"), to_string(rule.placement->tier),
+                     "the task's tier of table '" + t.tables[rule.table].name + "' (" +
+                         std::string(to_string(t.tables[rule.table].placement.tier)) +
+                         "): apply_table_rules(task, constraints) before planning");
       }
     }
 

@@ -10,6 +10,8 @@
 //   str("embplan.content_hash.v1")
 //   u64(tables); per table: str(name) i64(rows) i32(dim) f64(pooling_factor)
 //                           17 x f64(reuse bin) u8(weight_dtype)
+//                           and, only for a table off hbm (so hashes from
+//                           before tiers stay), u8(tier) f64(load_factor)
 //   u64(devices); per device: str(name) u64(memory_bytes)
 //                             f64(memory_bandwidth_gbps) f64(cache_bandwidth_gbps)
 //                             u64(cache_bytes)
@@ -84,6 +86,10 @@ inline std::uint64_t content_hash(const task& t, std::string_view planner, std::
     for (const double bin : spec.reuse_hist)
       h.f64(bin);
     h.u8(static_cast<std::uint8_t>(spec.weight_dtype));
+    if (spec.placement.tier != memory_tier::hbm) {
+      h.u8(static_cast<std::uint8_t>(spec.placement.tier));
+      h.f64(spec.placement.tier == memory_tier::uvm_caching ? spec.placement.load_factor : 0.0);
+    }
   }
   h.u64(t.cluster.devices.size());
   for (const auto& d : t.cluster.devices) {

@@ -3,9 +3,9 @@
 // EmbeddingLocation): in device memory (`hbm`, FBGEMM DEVICE); in host DRAM
 // read through unified memory with a software cache of `load_factor` x rows
 // rows in device memory (`uvm_caching`, MANAGED_CACHING); or in host DRAM with
-// every read crossing the host link (`host`, MANAGED without a cache). Not yet
-// part of a plan's shard; rowwise/storage.hpp, rowwise/cache_sizing.hpp and
-// analytic_cost::tiered_piece_forward_ms take it as an argument.
+// every read crossing the host link (`host`, MANAGED without a cache). A
+// table's tier is table_spec::placement; shard_bytes / shard_dram_bytes
+// (core/plan.hpp) and analytic_cost price its shards by it.
 
 #include <algorithm>
 #include <cmath>

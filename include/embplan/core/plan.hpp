@@ -18,6 +18,7 @@
 #include "embplan/core/checked.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/rowwise/storage.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -62,9 +63,34 @@ inline table_spec piece_table(const task& t, const shard& s) {
   return spec;
 }
 
+// HBM bytes of a shard, by its table's tier (rowwise/storage.hpp itemises them):
+// hbm, its weights and optimizer state; uvm_caching, its cache's slots for
+// its rows (each a row copy plus the slot's state) and the per-row cache
+// state, at the default (LRU) policy; host, none. Every memory check counts
+// these. The batch's buffers are not charged here, in any tier.
 inline std::uint64_t shard_bytes(const task& t, const shard& s) {
+  const table_spec& spec = t.tables[s.table];
+  if (spec.placement.tier == memory_tier::hbm) [[likely]] {
+    return block_bytes(static_cast<std::uint64_t>(s.rows()), static_cast<std::uint64_t>(s.cols()),
+                       spec.weight_dtype, t.optimizer_state);
+  }
+  if (spec.placement.tier == memory_tier::host) return 0;
+  constexpr auto policy = rowwise::storage_options{}.policy;
+  const std::uint64_t slots = device_rows(spec.placement, s.rows());
+  return checked_add(checked_mul(slots,
+                                 rowwise::cache_slot_bytes(static_cast<std::int32_t>(s.cols()),
+                                                           spec.weight_dtype, policy),
+                                 "cache bytes"),
+                     rowwise::cache_row_state_bytes(s.rows(), policy), "cache bytes");
+}
+
+// Host DRAM bytes of a shard: none in hbm; its weights and optimizer state in
+// uvm_caching (the cache copies rows, it does not move them) and host.
+inline std::uint64_t shard_dram_bytes(const task& t, const shard& s) {
+  const table_spec& spec = t.tables[s.table];
+  if (spec.placement.tier == memory_tier::hbm) return 0;
   return block_bytes(static_cast<std::uint64_t>(s.rows()), static_cast<std::uint64_t>(s.cols()),
-                     t.tables[s.table].weight_dtype, t.optimizer_state);
+                     spec.weight_dtype, t.optimizer_state);
 }
 
 struct plan {

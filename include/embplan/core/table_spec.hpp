@@ -13,6 +13,7 @@
 
 #include "embplan/core/checked.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/core/memory_tier.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -90,6 +91,9 @@ struct table_spec {
   double pooling_factor = 0.0;  // mean lookups per bag
   reuse_histogram reuse_hist{};
   dtype weight_dtype = dtype::fp32;
+  // Where the table's rows live (issue 24, memory tiers); every shard of the
+  // table is in this tier. hbm unless a task or a constraint says otherwise.
+  tier_placement placement{};
 
   friend bool operator==(const table_spec&, const table_spec&) = default;
 };
@@ -163,6 +167,7 @@ inline void validate(const table_spec& t, std::string_view where = "table") {
     detail::fail(detail::path(where, "reuse_hist"), sum,
                  "bins summing to 1 (within 1e-3), or all zero for an unused table");
   }
+  validate(t.placement, where);
   try {
     (void)table_bytes(t);
   } catch (const error&) {

@@ -35,9 +35,10 @@
 // the forward all-to-all start late on some GPUs); the backward all-to-all moves
 // the same volume (gradients of the pooled outputs) and ignores start_ms.
 //
-// Memory tiers (tiered_piece_forward_ms; core/memory_tier.hpp): a piece in
-// hbm costs what piece_forward_ms says. In uvm_caching with c = ceil(load
-// factor x its rows) cache slots, or in host (c = 0), the reuse model of
+// Memory tiers (tiered_piece_forward_ms; core/memory_tier.hpp): a piece is
+// priced in its table's tier (table_spec::placement); in hbm as above. In
+// uvm_caching with c = ceil(load factor x its rows) cache slots, or in host
+// (c = 0), the reuse model of
 // cost/detail/reuse_cache.hpp splits its lookups: misses = lookups - the hits
 // of a cache of the c hottest rows (every cached row's first touch misses)
 // read row_bytes each over the host link at host_bandwidth_gbps; the rest are
@@ -152,29 +153,26 @@ struct analytic_cost {
            t.cluster.inter_host_bandwidth_gbps > 0.0;
   }
 
-  // Forward read + write of one piece on `device`, without the launch.
+  // Forward read + write of one piece on `device`, without the launch, in its
+  // table's tier (tiered_piece_forward_ms off hbm).
   double piece_forward_ms(const task& t, const shard& s, std::size_t device) const {
-    const auto& spec = t.tables[s.table];
-    const auto& dev = t.cluster.devices[device];
-    const piece_reads r = reads_of(t, s);
-    const double memory_bpms = dev.memory_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
-    const double cache_bpms = dev.cache_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
-    const double hits = cost::detail::cache_hits(
-        spec.reuse_hist, r.lookups, static_cast<double>(dev.cache_bytes) / r.row_bytes);
-    const double read_ms = r.row_bytes * ((r.lookups - hits) / memory_bpms + hits / cache_bpms);
-    return read_ms + write_ms(t, s, memory_bpms) + issue_ms(r.lookups);
+    const tier_placement& where = t.tables[s.table].placement;
+    if (where.tier != memory_tier::hbm) [[unlikely]] {
+      return tiered_piece_forward_ms(t, s, device, where);
+    }
+    return hbm_piece_forward_ms(t, s, device);
   }
 
   // piece_forward_ms of the piece placed `where` (see the header comment):
   // equal to it in hbm; in uvm_caching and host, the misses read at
-  // options.host_bandwidth_gbps.
+  // options.host_bandwidth_gbps. `where` overrides the table's own tier.
   double tiered_piece_forward_ms(const task& t, const shard& s, std::size_t device,
                                  const tier_placement& where) const {
     cost::detail::validate(options);
     check_device(t, device, "device");
     if (where.tier == memory_tier::hbm) {
       validate(where);
-      return piece_forward_ms(t, s, device);
+      return hbm_piece_forward_ms(t, s, device);
     }
     const auto& spec = t.tables[s.table];
     const auto& dev = t.cluster.devices[device];
@@ -286,6 +284,19 @@ struct analytic_cost {
     double lookups = 0.0;    // batch x pooling factor x the piece's share of rows
     double row_bytes = 0.0;  // cols x dtype bytes, rounded up to whole sectors
   };
+
+  // piece_forward_ms in hbm whatever the table's tier.
+  double hbm_piece_forward_ms(const task& t, const shard& s, std::size_t device) const {
+    const auto& spec = t.tables[s.table];
+    const auto& dev = t.cluster.devices[device];
+    const piece_reads r = reads_of(t, s);
+    const double memory_bpms = dev.memory_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
+    const double cache_bpms = dev.cache_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
+    const double hits = cost::detail::cache_hits(
+        spec.reuse_hist, r.lookups, static_cast<double>(dev.cache_bytes) / r.row_bytes);
+    const double read_ms = r.row_bytes * ((r.lookups - hits) / memory_bpms + hits / cache_bpms);
+    return read_ms + write_ms(t, s, memory_bpms) + issue_ms(r.lookups);
+  }
 
   piece_reads reads_of(const task& t, const shard& s) const {
     const auto& spec = t.tables[s.table];

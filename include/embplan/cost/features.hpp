@@ -61,7 +61,15 @@ inline std::vector<std::string> feature_names(feature_set f) {
 }
 
 // Writes the features of `t` (at its own dim) into out[0 .. feature_count).
+// Every learned model (neural_cost, dreamshard_cost, the RL policies) sees a
+// table only through these features, which were measured in HBM and carry no
+// tier, so a table off hbm is refused here rather than priced as if in HBM.
 inline void table_features(const table_spec& t, feature_set f, std::span<float> out) {
+  if (t.placement.tier != memory_tier::hbm) [[unlikely]] {
+    embplan::detail::fail("table '" + t.name + "'.tier", to_string(t.placement.tier),
+                          "hbm: a learned cost model prices tables in HBM only; plan a task "
+                          "with uvm_caching or host tables with the analytic model");
+  }
   if (out.size() < feature_count(f)) {
     embplan::detail::fail("table_features.out.size", out.size(),
                           "at least " + std::to_string(feature_count(f)));

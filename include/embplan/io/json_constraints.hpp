@@ -32,8 +32,8 @@ namespace embplan::inline EMBPLAN_ABI::io {
 namespace detail {
 
 inline constexpr std::string_view constraints_keys[] = {"tables", "colocate", "separate"};
-inline constexpr std::string_view table_rule_keys[] = {"devices", "hosts", "sharding", "max_shards",
-                                                       "dtype"};
+inline constexpr std::string_view table_rule_keys[] = {
+    "devices", "hosts", "sharding", "max_shards", "dtype", "tier", "load_factor"};
 
 // The index of the table `name` ("#<index>" or a table's name) names in `t`.
 inline std::size_t table_index(const task& t, const json& value, const std::string& name,
@@ -115,6 +115,25 @@ inline table_rule table_rule_from_json(const task& t, const std::string& key, co
     const auto field = path(where, "dtype");
     rule.weight_dtype = parse_dtype(as_string(*v, field), field);
   }
+  const json* tier = find(j, "tier");
+  const json* load_factor = find(j, "load_factor");
+  if (load_factor != nullptr && tier == nullptr) {
+    fail_value(path(where, "load_factor"), *load_factor,
+               "a load factor only with \"tier\": \"uvm_caching\"");
+  }
+  if (tier != nullptr) {
+    const auto field = path(where, "tier");
+    tier_placement placement{.tier = parse_memory_tier(as_string(*tier, field), field)};
+    if (load_factor != nullptr) {
+      const auto lf_field = path(where, "load_factor");
+      if (placement.tier != memory_tier::uvm_caching) {
+        fail_value(lf_field, *load_factor, "a load factor only with \"tier\": \"uvm_caching\"");
+      }
+      placement.load_factor = as_double(*load_factor, lf_field);
+    }
+    validate(placement, where);
+    rule.placement = placement;
+  }
   return rule;
 }
 
@@ -154,7 +173,7 @@ inline user_constraints user_constraints_from_json(const nlohmann::json& j, cons
 
 // The table_rules of `j` for task `t`, validated (table_rules' checks name the
 // same JSON paths). A "dtype" other than the task's is refused: read the
-// constraints, apply_dtypes() to the task, then build table_rules from both.
+// constraints, apply_table_rules() to the task, then build table_rules from both.
 inline table_rules table_rules_from_json(const nlohmann::json& j, const task& t,
                                          std::string_view where = "constraints") {
   return table_rules(t, user_constraints_from_json(j, t, where), where);

@@ -31,11 +31,11 @@ namespace detail {
 
 // The keys a table object may have: embplan's, then NeuroShard / DreamShard's.
 inline constexpr std::string_view table_keys[] = {
-    "name",   "rows",   "dim",    "pooling_factor", "reuse_hist", "dtype",  "row",
-    "index",  "bin_0",  "bin_1",  "bin_2",          "bin_3",      "bin_4",  "bin_5",
-    "bin_6",  "bin_7",  "bin_8",  "bin_9",          "bin_10",     "bin_11", "bin_12",
-    "bin_13", "bin_14", "bin_15", "bin_16"};
-static_assert(std::size(table_keys) == 8 + reuse_bin_count);
+    "name",   "rows",   "dim",    "pooling_factor", "reuse_hist", "dtype",      "row",
+    "index",  "bin_0",  "bin_1",  "bin_2",          "bin_3",      "bin_4",      "bin_5",
+    "bin_6",  "bin_7",  "bin_8",  "bin_9",          "bin_10",     "bin_11",     "bin_12",
+    "bin_13", "bin_14", "bin_15", "bin_16",         "tier",       "load_factor"};
+static_assert(std::size(table_keys) == 10 + reuse_bin_count);
 
 inline constexpr std::string_view pool_keys[] = {"tables"};
 
@@ -117,6 +117,17 @@ inline table_spec table_from_json(const nlohmann::json& j, std::string_view wher
       const auto field = path(where, "dtype");
       t.weight_dtype = parse_dtype(as_string(*dt, field), field);
     }
+    if (const json* tier = find(j, "tier")) {
+      const auto field = path(where, "tier");
+      t.placement.tier = parse_memory_tier(as_string(*tier, field), field);
+    }
+    if (const json* lf = find(j, "load_factor")) {
+      const auto field = path(where, "load_factor");
+      if (t.placement.tier != memory_tier::uvm_caching) {
+        fail_value(field, *lf, "a load factor only with \"tier\": \"uvm_caching\"");
+      }
+      t.placement.load_factor = as_double(*lf, field);
+    }
     validate(t, where);
     return t;
   });
@@ -130,6 +141,11 @@ inline nlohmann::json to_json(const table_spec& t) {
   j["pooling_factor"] = t.pooling_factor;
   j["reuse_hist"] = t.reuse_hist;
   j["dtype"] = std::string(to_string(t.weight_dtype));
+  // Written only off hbm, so that files from before tiers read back unchanged.
+  if (t.placement.tier != memory_tier::hbm) {
+    j["tier"] = std::string(to_string(t.placement.tier));
+    if (t.placement.tier == memory_tier::uvm_caching) j["load_factor"] = t.placement.load_factor;
+  }
   return j;
 }
 

@@ -10,6 +10,9 @@
 //             {"shard_offsets": [0, 0], "shard_sizes": [1000, 8], "placement": "rank:0/cuda:0"},
 //             {"shard_offsets": [0, 8], "shard_sizes": [1000, 8], "placement": "rank:2/cuda:2"}]}}}
 // Declared replicas are listed apart under "replicas" with the same shard fields.
+// A table off hbm gets compute_kernel "fused_uvm_caching" (uvm_caching, with
+// its ParameterSharding's cache_params {"load_factor": x}, TorchRec's
+// CacheParams) or "fused_uvm" (host).
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +31,20 @@
 namespace embplan::inline EMBPLAN_ABI::io {
 
 namespace detail {
+
+// TorchRec's EmbeddingComputeKernel for a table's tier (FBGEMM's
+// EmbeddingLocation DEVICE, MANAGED_CACHING, MANAGED).
+constexpr std::string_view torchrec_compute_kernel(memory_tier t) noexcept {
+  switch (t) {
+    case memory_tier::hbm:
+      return "fused";
+    case memory_tier::uvm_caching:
+      return "fused_uvm_caching";
+    case memory_tier::host:
+      return "fused_uvm";
+  }
+  return "fused";
+}
 
 // rank r -> "rank:r/cuda:(r mod devices_per_host)": the CUDA index is local to
 // the host, as in torch.distributed's remote-device strings.
@@ -74,7 +91,10 @@ inline nlohmann::json torchrec_sharding(const task& t, const plan& p) {
     }
     nlohmann::json entry = nlohmann::json::object();
     entry["sharding_type"] = std::string(sharding_type_of(spec, pieces[ti]));
-    entry["compute_kernel"] = "fused";
+    entry["compute_kernel"] = std::string(detail::torchrec_compute_kernel(spec.placement.tier));
+    if (spec.placement.tier == memory_tier::uvm_caching) {
+      entry["cache_params"] = {{"load_factor", spec.placement.load_factor}};
+    }
     entry["ranks"] = std::move(ranks);
     entry["sharding_spec"] = nlohmann::json::object();
     entry["sharding_spec"]["shards"] = std::move(shards);

@@ -1,0 +1,124 @@
+#pragma once
+// choose_tiers: a pre-pass that moves tables out of HBM when the task's tables
+// do not fit the cluster's (issue 24, memory tiers). While the tables' HBM need
+// (shard_bytes of each whole table) exceeds hbm_fill x the cluster's total
+// HBM, it moves one table at a time to uvm_caching or host, taking the move
+// with the least added cost per HBM byte freed, until the need fits:
+//  - candidates: each table still in hbm that is not `fixed` (a constraint
+//    already chose its tier), in uvm_caching with the cache the miss-ratio
+//    curve says is worth having (cheapest_tier_within_budget just below the
+//    table's HBM bytes: the largest cache before the curve goes flat, or
+//    host where caching saves nothing), and in host;
+//  - added cost: analytic_cost::tiered_shard_cost of the whole table on
+//    device 0 minus its cost in hbm (per-device figures differ by bandwidth
+//    alone, so the order is the same on a uniform cluster);
+//  - ties go to the lower table index, then to uvm_caching: deterministic.
+// A table is moved at most once. If every table has been considered and the
+// need still exceeds the fill, it stops: planning then reports what does not
+// fit. Tables already off hbm count with their own tier's bytes.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "embplan/core/error.hpp"
+#include "embplan/core/memory_tier.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "embplan/rowwise/cache_sizing.hpp"
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI {
+
+struct tier_options {
+  double hbm_fill = 0.9;  // the tables may take this fraction of the cluster's HBM
+  analytic_cost model{};  // prices each move
+};
+
+struct tier_move {
+  std::size_t table = 0;
+  tier_placement placement{};         // where it went
+  std::uint64_t hbm_freed_bytes = 0;  // shard_bytes of the whole table, before - after
+  double added_cost_ms = 0.0;         // tiered_shard_cost - shard_cost in hbm
+};
+
+namespace rowwise::detail {
+
+inline std::uint64_t table_hbm_bytes(const task& t, std::size_t i) {
+  return shard_bytes(t, whole_table(t, i, 0));
+}
+
+}  // namespace rowwise::detail
+
+// The tables' HBM need: shard_bytes of every whole table in its tier.
+inline std::uint64_t tables_hbm_bytes(const task& t) {
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < t.tables.size(); ++i)
+    sum = checked_add(sum, rowwise::detail::table_hbm_bytes(t, i), "tables' HBM");
+  return sum;
+}
+
+// Moves tables of `t` off hbm as the header comment says; `fixed[i]` (if
+// given, one per table) leaves table i where it is. Returns the moves in order.
+inline std::vector<tier_move> choose_tiers(task& t, const tier_options& o = {},
+                                           const std::vector<bool>& fixed = {}) {
+  validate(t);
+  if (!(o.hbm_fill > 0.0 && o.hbm_fill <= 1.0)) {
+    detail::fail("tier_options.hbm_fill", o.hbm_fill, "a fraction of HBM in (0, 1]");
+  }
+  if (!fixed.empty() && fixed.size() != t.tables.size()) {
+    detail::fail("fixed.size", fixed.size(),
+                 "one flag per table (" + std::to_string(t.tables.size()) + ")");
+  }
+  long double capacity = 0.0L;
+  for (const auto& d : t.cluster.devices)
+    capacity += static_cast<long double>(d.memory_bytes);
+  const long double target = capacity * static_cast<long double>(o.hbm_fill);
+  std::uint64_t need = tables_hbm_bytes(t);
+  std::vector<bool> moved(t.tables.size(), false);
+  std::vector<tier_move> out;
+  while (static_cast<long double>(need) > target) {
+    tier_move best;
+    double best_score = std::numeric_limits<double>::infinity();
+    bool found = false;
+    for (std::size_t i = 0; i < t.tables.size(); ++i) {
+      if (moved[i] || (!fixed.empty() && fixed[i])) continue;
+      table_spec& spec = t.tables[i];
+      if (spec.placement.tier != memory_tier::hbm) continue;
+      const shard whole = whole_table(t, i, 0);
+      const std::uint64_t before = shard_bytes(t, whole);
+      const double hbm_ms = o.model.shard_cost(t, whole);
+      const auto in_hbm = rowwise::table_storage(spec, t.batch_size, t.optimizer_state, {});
+      const tier_placement cached =
+          rowwise::cheapest_tier_within_budget(spec, t.batch_size, t.optimizer_state,
+                                               in_hbm.total().hbm_bytes - 1)
+              .placement;
+      for (const tier_placement& where : {cached, tier_placement{.tier = memory_tier::host}}) {
+        spec.placement = where;
+        const std::uint64_t after = shard_bytes(t, whole);
+        spec.placement = {};
+        if (after >= before) continue;
+        const double added = o.model.tiered_shard_cost(t, whole, where) - hbm_ms;
+        const double score = added / static_cast<double>(before - after);
+        if (score < best_score) {
+          best_score = score;
+          best = {.table = i,
+                  .placement = where,
+                  .hbm_freed_bytes = before - after,
+                  .added_cost_ms = added};
+          found = true;
+        }
+      }
+    }
+    if (!found) break;
+    t.tables[best.table].placement = best.placement;
+    moved[best.table] = true;
+    need -= best.hbm_freed_bytes;
+    out.push_back(best);
+  }
+  return out;
+}
+
+}  // namespace embplan::inline EMBPLAN_ABI
