@@ -57,7 +57,7 @@ TEST_CASE("a learned model's features refuse a table off hbm, naming the table a
     CHECK(false);
   } catch (const embplan::error& e) {
     const std::string msg = e.what();
-    CHECK(msg.find("table 'clicks'.tier' = \"uvm_caching\"") != std::string::npos);
+    CHECK(msg.find("field 'tables.clicks.tier' = \"uvm_caching\"") != std::string::npos);
     CHECK(msg.find("analytic") != std::string::npos);
   }
 }

@@ -66,7 +66,7 @@ inline std::vector<std::string> feature_names(feature_set f) {
 // tier, so a table off hbm is refused here rather than priced as if in HBM.
 inline void table_features(const table_spec& t, feature_set f, std::span<float> out) {
   if (t.placement.tier != memory_tier::hbm) [[unlikely]] {
-    embplan::detail::fail("table '" + t.name + "'.tier", to_string(t.placement.tier),
+    embplan::detail::fail("tables." + t.name + ".tier", to_string(t.placement.tier),
                           "hbm: a learned cost model prices tables in HBM only; plan a task "
                           "with uvm_caching or host tables with the analytic model");
   }
