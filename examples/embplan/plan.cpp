@@ -308,11 +308,10 @@ embplan::task load_task(const std::string& file, std::size_t index) {
 
 // The user's constraints (--constraints), read for `t`, whose tables take
 // the file's dtypes and tiers (apply_table_rules: planned, checked and hashed
-// with them);
-// none: empty rules.
-// With --tiers auto, choose_tiers then moves tables the file does not tier
-// off HBM while the tables do not fit it; the moves are returned for the
-// output (plan and --check take the same flags, so they hash the same task).
+// with them); none: empty rules. With --tiers auto, choose_tiers then moves
+// tables the file does not tier off HBM while the tables do not fit it; the
+// moves are returned for the output (plan and --check take the same flags,
+// so they hash the same task).
 struct loaded_rules {
   embplan::table_rules rules;
   std::vector<embplan::tier_move> tier_moves;
