@@ -317,10 +317,13 @@ struct loaded_rules {
   std::vector<embplan::tier_move> tier_moves;
 };
 
-loaded_rules load_rules(const plan_args& a, embplan::task& t) {
-  if (a.tiers != "none" && a.tiers != "auto") {
-    embplan::detail::fail("--tiers", a.tiers, "\"none\" or \"auto\"");
+void check_tiers(const std::string& tiers) {
+  if (tiers != "none" && tiers != "auto") {
+    embplan::detail::fail("--tiers", tiers, "\"none\" or \"auto\"");
   }
+}
+
+loaded_rules load_rules(const plan_args& a, embplan::task& t) {
   loaded_rules out;
   std::vector<bool> tiered(t.tables.size(), false);
   if (!a.constraints.empty()) {
@@ -369,6 +372,7 @@ void recheck(const embplan::task& t, const embplan::plan& p, const embplan::tabl
 // planner and seed it records. Every problem printed; exit_plan_rejected
 // where there is one.
 int run_check(const plan_args& a, const CLI::App& sub) {
+  check_tiers(a.tiers);
   for (const char* flag :
        {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json", "--no-report"}) {
     if (sub.count(flag) > 0) {
@@ -446,6 +450,7 @@ int run_plan(const plan_args& a) {
   check_output_path("--torchrec", a.torchrec);
   check_output_path("--trace", a.trace);
   check_output_path("--json", a.json);
+  check_tiers(a.tiers);
   auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
   const auto [rules, tier_moves] = load_rules(a, t);
@@ -669,8 +674,7 @@ command add_plan(CLI::App& app) {
   sub->add_option("--tiers", a->tiers,
                   "none (default): every table in the tier the task and --constraints give; "
                   "auto: while the tables do not fit 90% of the cluster's HBM, move tables to "
-                  "uvm_caching or host, least added analytic cost per HBM byte freed first")
-      ->check(CLI::IsMember({"none", "auto"}));
+                  "uvm_caching or host, least added analytic cost per HBM byte freed first");
   add_meter_options(sub, a->meter);
   return {sub, [a, sub] { return a->check.empty() ? run_plan(*a) : run_check(*a, *sub); }};
 }

@@ -46,7 +46,8 @@ struct size_args {
   std::string cache_policy = "lru";
 };
 
-std::string bytes_text(std::uint64_t b) {
+// "N (x.xxx GiB)": exact bytes and GiB, as every figure of `embplan size`.
+std::string bytes_and_gib(std::uint64_t b) {
   return std::to_string(b) + " (" +
          fixed(static_cast<double>(b) / static_cast<double>(embplan::gib), 3) + " GiB)";
 }
@@ -54,9 +55,9 @@ std::string bytes_text(std::uint64_t b) {
 void print_storage(const embplan::rowwise::storage_items& s) {
   text_table table({"item", "HBM", "host DRAM"});
   for (const auto& [name, m] : s.items())
-    table.add({std::string(name), bytes_text(m.hbm_bytes), bytes_text(m.host_bytes)});
+    table.add({std::string(name), bytes_and_gib(m.hbm_bytes), bytes_and_gib(m.host_bytes)});
   const auto total = s.total();
-  table.add({"total", bytes_text(total.hbm_bytes), bytes_text(total.host_bytes)});
+  table.add({"total", bytes_and_gib(total.hbm_bytes), bytes_and_gib(total.host_bytes)});
   table.print(std::cout);
 }
 
@@ -118,7 +119,7 @@ cache_answers answer_cache_questions(const size_args& a, embplan::dtype t, embpl
                            .hbm_bytes;
     if (out.budget < least) {
       embplan::detail::fail("--hbm-budget-gib", *a.hbm_budget_gib,
-                            "at least " + bytes_text(least) +
+                            "at least " + bytes_and_gib(least) +
                                 ", what the table needs in HBM in any tier (the inputs and "
                                 "outputs of a batch)");
     }
@@ -155,9 +156,9 @@ void print_cache_answers(const cache_answers& c, const size_args& a, embplan::op
     }
   }
   if (c.choice) {
-    std::cout << "HBM budget " << bytes_text(c.budget) << ", optimizer " << embplan::to_string(opt)
-              << ", " << rw::to_string(c.storage.policy) << " cache: tier "
-              << embplan::to_string(c.choice->placement.tier);
+    std::cout << "HBM budget " << bytes_and_gib(c.budget) << ", optimizer "
+              << embplan::to_string(opt) << ", " << rw::to_string(c.storage.policy)
+              << " cache: tier " << embplan::to_string(c.choice->placement.tier);
     if (c.choice->placement.tier == embplan::memory_tier::uvm_caching) {
       std::cout << ", load factor " << fixed(c.choice->cache.load_factor, 6) << " ("
                 << c.choice->cache.cache_rows << " rows)";
@@ -174,9 +175,6 @@ int run_size(const size_args& a) {
   const auto t = embplan::parse_dtype(a.dtype, "--dtype");
   const auto opt = embplan::parse_optimizer(a.optimizer, "--optimizer");
   const auto gib = static_cast<double>(embplan::gib);
-  auto bytes_and_gib = [&](std::uint64_t b) {
-    return std::to_string(b) + " (" + fixed(static_cast<double>(b) / gib, 3) + " GiB)";
-  };
 
   // Every option checked before the first line of output.
   const auto row = rw::row_bytes(a.dim, t, opt);

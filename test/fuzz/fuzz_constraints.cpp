@@ -62,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto t = six_tables();
     const auto j = embplan::io::parse_json(embplan::fuzz::as_text(data, size), "constraints.json");
     const auto c = embplan::io::user_constraints_from_json(j, t);
-    embplan::apply_dtypes(t, c);  // as `plan --constraints` does
+    embplan::apply_table_rules(t, c);  // as `plan --constraints` does
     const embplan::default_constraint rule{embplan::memory_capacity{}, embplan::dim_multiple{},
                                            embplan::table_rules(t, c)};
     plan_and_check(t, rule, embplan::lookup_greedy_planner({}, {}, rule, {}), "lookup_greedy");

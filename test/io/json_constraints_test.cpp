@@ -109,7 +109,7 @@ TEST_CASE(
         "field 'constraints.tables.t2.dtype' = \"fp16\": expected the task's dtype of table 't2' "
         "(fp32): apply_table_rules(task, constraints) before planning");
   const auto bytes_before = embplan::table_bytes(t.tables[2]);
-  embplan::apply_dtypes(t, c);
+  embplan::apply_table_rules(t, c);
   CHECK(t.tables[2].weight_dtype == embplan::dtype::fp16);
   CHECK(t.tables[3].weight_dtype == embplan::dtype::int8);
   CHECK(t.tables[0].weight_dtype == embplan::dtype::fp32);  // unruled: unchanged

@@ -114,11 +114,6 @@ inline void apply_table_rules(task& t, const user_constraints& c) noexcept {
   }
 }
 
-// The name apply_table_rules had when it applied dtypes only.
-inline void apply_dtypes(task& t, const user_constraints& c) noexcept {
-  apply_table_rules(t, c);
-}
-
 namespace constraint_detail {
 
 inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
@@ -414,18 +409,18 @@ class table_rules {
           e.kinds |= static_cast<std::uint8_t>(k);
       }
       e.max_shards = rule.max_shards;
-      if (rule.weight_dtype && *rule.weight_dtype != t.tables[rule.table].weight_dtype) {
-        detail::fail(detail::path(at, "dtype"), to_string(*rule.weight_dtype),
-                     "the task's dtype of table '" + t.tables[rule.table].name + "' (" +
-                         std::string(to_string(t.tables[rule.table].weight_dtype)) +
+      // A rule the task does not carry: apply_table_rules was not called.
+      const auto not_applied = [&](const char* key, std::string_view ruled, std::string_view has) {
+        detail::fail(detail::path(at, key), ruled,
+                     std::string("the task's ") + key + " of table '" + t.tables[rule.table].name +
+                         "' (" + std::string(has) +
                          "): apply_table_rules(task, constraints) before planning");
-      }
-      if (rule.placement && *rule.placement != t.tables[rule.table].placement) {
-        detail::fail(detail::path(at, "tier"), to_string(rule.placement->tier),
-                     "the task's tier of table '" + t.tables[rule.table].name + "' (" +
-                         std::string(to_string(t.tables[rule.table].placement.tier)) +
-                         "): apply_table_rules(task, constraints) before planning");
-      }
+      };
+      const auto& spec = t.tables[rule.table];
+      if (rule.weight_dtype && *rule.weight_dtype != spec.weight_dtype)
+        not_applied("dtype", to_string(*rule.weight_dtype), to_string(spec.weight_dtype));
+      if (rule.placement && *rule.placement != spec.placement)
+        not_applied("tier", to_string(rule.placement->tier), to_string(spec.placement.tier));
     }
 
     const auto colocate_field = detail::path(where, "colocate");

@@ -25,6 +25,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/io/detail/json_access.hpp"
+#include "embplan/io/json_tables.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::io {
@@ -115,24 +116,9 @@ inline table_rule table_rule_from_json(const task& t, const std::string& key, co
     const auto field = path(where, "dtype");
     rule.weight_dtype = parse_dtype(as_string(*v, field), field);
   }
-  const json* tier = find(j, "tier");
-  const json* load_factor = find(j, "load_factor");
-  if (load_factor != nullptr && tier == nullptr) {
-    fail_value(path(where, "load_factor"), *load_factor,
-               "a load factor only with \"tier\": \"uvm_caching\"");
-  }
-  if (tier != nullptr) {
-    const auto field = path(where, "tier");
-    tier_placement placement{.tier = parse_memory_tier(as_string(*tier, field), field)};
-    if (load_factor != nullptr) {
-      const auto lf_field = path(where, "load_factor");
-      if (placement.tier != memory_tier::uvm_caching) {
-        fail_value(lf_field, *load_factor, "a load factor only with \"tier\": \"uvm_caching\"");
-      }
-      placement.load_factor = as_double(*load_factor, lf_field);
-    }
-    validate(placement, where);
-    rule.placement = placement;
+  if (const auto placement = placement_from_json(j, where)) {
+    validate(*placement, where);
+    rule.placement = *placement;
   }
   return rule;
 }

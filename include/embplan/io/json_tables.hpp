@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +39,30 @@ inline constexpr std::string_view table_keys[] = {
 static_assert(std::size(table_keys) == 10 + reuse_bin_count);
 
 inline constexpr std::string_view pool_keys[] = {"tables"};
+
+// A table's "tier" and "load_factor" keys at `where` (a task's table, or a
+// constraints file's rule): none when neither is there; a load factor
+// without "tier": "uvm_caching" named. Not validated beyond that (the caller
+// validates the placement with what else it checks).
+inline std::optional<tier_placement> placement_from_json(const nlohmann::json& j,
+                                                         const std::string& where) {
+  const json* tier = find(j, "tier");
+  const json* load_factor = find(j, "load_factor");
+  if (tier == nullptr && load_factor == nullptr) return std::nullopt;
+  tier_placement out;
+  if (tier != nullptr) {
+    const auto field = path(where, "tier");
+    out.tier = parse_memory_tier(as_string(*tier, field), field);
+  }
+  if (load_factor != nullptr) {
+    const auto field = path(where, "load_factor");
+    if (out.tier != memory_tier::uvm_caching) {
+      fail_value(field, *load_factor, "a load factor only with \"tier\": \"uvm_caching\"");
+    }
+    out.load_factor = as_double(*load_factor, field);
+  }
+  return out;
+}
 
 inline std::string bin_key(std::size_t k) {
   return "bin_" + std::to_string(k);
@@ -117,17 +142,7 @@ inline table_spec table_from_json(const nlohmann::json& j, std::string_view wher
       const auto field = path(where, "dtype");
       t.weight_dtype = parse_dtype(as_string(*dt, field), field);
     }
-    if (const json* tier = find(j, "tier")) {
-      const auto field = path(where, "tier");
-      t.placement.tier = parse_memory_tier(as_string(*tier, field), field);
-    }
-    if (const json* lf = find(j, "load_factor")) {
-      const auto field = path(where, "load_factor");
-      if (t.placement.tier != memory_tier::uvm_caching) {
-        fail_value(field, *lf, "a load factor only with \"tier\": \"uvm_caching\"");
-      }
-      t.placement.load_factor = as_double(*lf, field);
-    }
+    if (const auto placement = placement_from_json(j, std::string(where))) t.placement = *placement;
     validate(t, where);
     return t;
   });

@@ -17,9 +17,10 @@
 // need still exceeds the fill, it stops: planning then reports what does not
 // fit. Tables already off hbm count with their own tier's bytes.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
+#include <optional>
 #include <vector>
 
 #include "embplan/core/error.hpp"
@@ -77,46 +78,56 @@ inline std::vector<tier_move> choose_tiers(task& t, const tier_options& o = {},
     capacity += static_cast<long double>(d.memory_bytes);
   const long double target = capacity * static_cast<long double>(o.hbm_fill);
   std::uint64_t need = tables_hbm_bytes(t);
-  std::vector<bool> moved(t.tables.size(), false);
   std::vector<tier_move> out;
-  while (static_cast<long double>(need) > target) {
-    tier_move best;
-    double best_score = std::numeric_limits<double>::infinity();
-    bool found = false;
-    for (std::size_t i = 0; i < t.tables.size(); ++i) {
-      if (moved[i] || (!fixed.empty() && fixed[i])) continue;
-      table_spec& spec = t.tables[i];
-      if (spec.placement.tier != memory_tier::hbm) continue;
-      const shard whole = whole_table(t, i, 0);
-      const std::uint64_t before = shard_bytes(t, whole);
-      const double hbm_ms = o.model.shard_cost(t, whole);
-      const auto in_hbm = rowwise::table_storage(spec, t.batch_size, t.optimizer_state, {});
-      const tier_placement cached =
-          rowwise::cheapest_tier_within_budget(spec, t.batch_size, t.optimizer_state,
-                                               in_hbm.total().hbm_bytes - 1)
-              .placement;
-      for (const tier_placement& where : {cached, tier_placement{.tier = memory_tier::host}}) {
-        spec.placement = where;
-        const std::uint64_t after = shard_bytes(t, whole);
-        spec.placement = {};
-        if (after >= before) continue;
-        const double added = o.model.tiered_shard_cost(t, whole, where) - hbm_ms;
-        const double score = added / static_cast<double>(before - after);
-        if (score < best_score) {
-          best_score = score;
-          best = {.table = i,
-                  .placement = where,
-                  .hbm_freed_bytes = before - after,
-                  .added_cost_ms = added};
-          found = true;
-        }
+  if (static_cast<long double>(need) <= target) return out;
+  // A table's move does not depend on the others' (its bytes and cost are its
+  // own), so each table's best move is found once and the moves are taken in
+  // order of their score: the same moves as choosing the best of all tables
+  // again after each one.
+  struct candidate {
+    double score;
+    tier_move move;
+  };
+  std::vector<candidate> best;
+  for (std::size_t i = 0; i < t.tables.size(); ++i) {
+    if (!fixed.empty() && fixed[i]) continue;
+    table_spec& spec = t.tables[i];
+    if (spec.placement.tier != memory_tier::hbm) continue;
+    const shard whole = whole_table(t, i, 0);
+    const std::uint64_t before = shard_bytes(t, whole);
+    const double hbm_ms = o.model.shard_cost(t, whole);
+    const auto in_hbm = rowwise::table_storage(spec, t.batch_size, t.optimizer_state, {});
+    const tier_placement cached =
+        rowwise::cheapest_tier_within_budget(spec, t.batch_size, t.optimizer_state,
+                                             in_hbm.total().hbm_bytes - 1)
+            .placement;
+    std::optional<candidate> mine;
+    for (const tier_placement& where : {cached, tier_placement{.tier = memory_tier::host}}) {
+      spec.placement = where;
+      const std::uint64_t after = shard_bytes(t, whole);
+      spec.placement = {};
+      if (after >= before) continue;
+      const double added = o.model.tiered_shard_cost(t, whole, where) - hbm_ms;
+      const double score = added / static_cast<double>(before - after);
+      if (!mine || score < mine->score) {
+        mine = candidate{score,
+                         {.table = i,
+                          .placement = where,
+                          .hbm_freed_bytes = before - after,
+                          .added_cost_ms = added}};
       }
     }
-    if (!found) break;
-    t.tables[best.table].placement = best.placement;
-    moved[best.table] = true;
-    need -= best.hbm_freed_bytes;
-    out.push_back(best);
+    if (mine) best.push_back(*mine);
+  }
+  // Lowest score first; among equal scores the lower table index (best is in
+  // table order, and the sort is stable).
+  std::stable_sort(best.begin(), best.end(),
+                   [](const candidate& a, const candidate& b) { return a.score < b.score; });
+  for (const auto& c : best) {
+    if (static_cast<long double>(need) <= target) break;
+    t.tables[c.move.table].placement = c.move.placement;
+    need -= c.move.hbm_freed_bytes;
+    out.push_back(c.move);
   }
   return out;
 }

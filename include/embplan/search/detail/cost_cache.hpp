@@ -212,7 +212,7 @@ class key_map {
     }
     slots_[i] = slot{key, make()};
     if (2 * ++size_ > slots_.size()) {
-      if (slots_.size() < max_slots_ / 2 + 1) {
+      if (slots_.size() <= max_slots_ / 2) {
         grow();
         return find(key);
       }
