@@ -5,6 +5,8 @@
 // Each name also runs with the prefix "rowwise_" (e.g. rowwise_lookup_greedy):
 // the same planner behind rowwise::split_oversized, so a table that fits no
 // device is split by rows instead of failing the task (rowwise/split.hpp).
+// With data_parallel_options{.enabled = true}, any of them first replicates
+// the small tables that are cheaper data-parallel (rowwise/split.hpp).
 
 #include <array>
 #include <concepts>
@@ -48,11 +50,21 @@ inline std::string joined_names() {
 
 }  // namespace presets::detail
 
+// The stages before a preset's searcher, both in rowwise::split_oversized:
+// the row split of a table that fits no device (the rowwise_ names) and the
+// data-parallel copies of small tables. Neither: the preset as it is.
+struct preset_stages {
+  bool split_rows = false;
+  rowwise::data_parallel_options data_parallel{};
+
+  bool any() const noexcept { return split_rows || data_parallel.enabled; }
+};
+
 // A preset built outside embplan::core, run by name through a function
-// (rowwise: behind rowwise::split_oversized, as presets::detail::run builds it;
+// (stages: behind rowwise::split_oversized, as presets::detail::run builds it;
 // rules: the user's table_rules, planned under as run_preset's other presets).
-using preset_fn = std::function<plan_result(const task& t, std::uint64_t seed, bool rowwise,
-                                            const table_rules& rules)>;
+using preset_fn = std::function<plan_result(const task& t, std::uint64_t seed,
+                                            const preset_stages& stages, const table_rules& rules)>;
 
 // The presets run_preset cannot build itself, each from trained models whose
 // code needs more than this header (Eigen): presets whose entry is empty fail,
@@ -73,11 +85,14 @@ namespace presets::detail {
 
 // `p` as it is, or with its searcher behind rowwise::split_oversized.
 template <class Planner>
-plan_result run(const Planner& p, bool rowwise, const task& t, std::uint64_t seed) {
-  if (!rowwise) return p(t, seed);
-  return rowwise_planner_of<Planner>(
-      p.cost(), rowwise::split_oversized<typename Planner::searcher_type>{.inner = p.searcher()},
-      p.rule(), p.scorer())(t, seed);
+plan_result run(const Planner& p, const preset_stages& stages, const task& t, std::uint64_t seed) {
+  if (!stages.any()) return p(t, seed);
+  return rowwise_planner_of<Planner>(p.cost(),
+                                     rowwise::split_oversized<typename Planner::searcher_type>{
+                                         .inner = p.searcher(),
+                                         .split_rows = stages.split_rows,
+                                         .data_parallel = stages.data_parallel},
+                                     p.rule(), p.scorer())(t, seed);
 }
 
 // The preset's default_constraint with the user's rules in place of its
@@ -92,11 +107,11 @@ preset_fn as_preset_fn(Planner p) {
   static_assert(std::same_as<typename Planner::constraint_type, default_constraint>,
                 "embplan::as_preset_fn: a preset plans under default_constraint, which "
                 "carries the user's table_rules");
-  return [p = std::move(p)](const task& t, std::uint64_t seed, bool rowwise,
+  return [p = std::move(p)](const task& t, std::uint64_t seed, const preset_stages& stages,
                             const table_rules& rules) {
-    if (rules.empty()) return run(p, rowwise, t, seed);
+    if (rules.empty()) return run(p, stages, t, seed);
     return run(Planner(p.cost(), p.searcher(), with_rules(p.rule(), rules), p.scorer(), p.meter()),
-               rowwise, t, seed);
+               stages, t, seed);
   };
 }
 
@@ -115,15 +130,18 @@ preset_fn as_preset_fn(Planner p) {
 // instantiate the twenty planners.
 // `rules`: the user's per-table constraints (table_rules, built for `t`),
 // which every preset plans under, in default_constraint; empty by default.
+// `data_parallel`: the small tables replicated first (off by default).
 template <cost_model Model = analytic_cost>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
                        const Model& model = Model{}, const preset_models& models = {},
-                       const table_rules& rules = {}) {
+                       const table_rules& rules = {},
+                       const rowwise::data_parallel_options& data_parallel = {}) {
   namespace pd = presets::detail;
   const bool rowwise = name.starts_with(pd::rowwise_prefix);
   const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
   const default_constraint rule{memory_capacity{}, dim_multiple{}, rules};
-  const auto run = [&]<class Planner>(Planner p) { return pd::run(p, rowwise, t, seed); };
+  const preset_stages stages{.split_rows = rowwise, .data_parallel = data_parallel};
+  const auto run = [&]<class Planner>(Planner p) { return pd::run(p, stages, t, seed); };
   if (base == "random") return run(random_planner({}, {}, rule, {}));
   if (base == "size_greedy") return run(size_greedy_planner({}, {}, rule, {}));
   if (base == "dim_greedy") return run(dim_greedy_planner({}, {}, rule, {}));
@@ -143,7 +161,7 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
                        "': embplan::dreamshard_preset(rl::dreamshard_policy::load(path)) "
                        "(rl/dreamshard_preset.hpp)");
     }
-    return models.dreamshard(t, seed, rowwise, rules);
+    return models.dreamshard(t, seed, stages, rules);
   }
   if (base == "autoshard") {
     if (!models.autoshard) {
@@ -152,7 +170,7 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
                        "': embplan::autoshard_preset(rl::autoshard_policy::load(path)) "
                        "(rl/autoshard_preset.hpp)");
     }
-    return models.autoshard(t, seed, rowwise, rules);
+    return models.autoshard(t, seed, stages, rules);
   }
   detail::fail("planner", name, "one of " + pd::joined_names());
 }

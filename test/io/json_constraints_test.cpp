@@ -31,7 +31,8 @@ TEST_CASE("constraints JSON: every rule kind read, tables by name or #index") {
   const auto t = task_of_six();
   const auto c = embplan::io::user_constraints_from_json(embplan::io::parse_json(R"({
     "tables": {"t2": {"devices": [3]},
-               "#4": {"hosts": [1], "sharding": ["table_wise", "row_wise"], "max_shards": 2}},
+               "#4": {"hosts": [1], "sharding": ["table_wise", "row_wise", "data_parallel"],
+                      "max_shards": 2}},
     "colocate": [["t0", "t1"]],
     "separate": [["t2", "#5"]]})"),
                                                          t);
@@ -41,8 +42,9 @@ TEST_CASE("constraints JSON: every rule kind read, tables by name or #index") {
   CHECK(c.tables[1].where == "constraints.tables.t2");
   CHECK(c.tables[0].table == 4);
   CHECK(c.tables[0].hosts == std::vector<std::size_t>{1});
-  CHECK(c.tables[0].sharding ==
-        std::vector{embplan::sharding_kind::table_wise, embplan::sharding_kind::row_wise});
+  CHECK(c.tables[0].sharding == std::vector{embplan::sharding_kind::table_wise,
+                                            embplan::sharding_kind::row_wise,
+                                            embplan::sharding_kind::data_parallel});
   CHECK(c.tables[0].max_shards == 2);
   CHECK(c.colocate == std::vector<std::vector<std::size_t>>{{0, 1}});
   CHECK(c.separate == std::vector<std::vector<std::size_t>>{{2, 5}});
@@ -74,7 +76,7 @@ TEST_CASE("constraints JSON: bad input names the path, the value and the expecta
         "out to allow any)");
   CHECK(error_of(R"({"tables": {"t1": {"sharding": ["grid"]}}})") ==
         "field 'constraints.tables.t1.sharding[0]' = \"grid\": expected one of table_wise, "
-        "column_wise, row_wise");
+        "column_wise, row_wise, data_parallel");
   CHECK(error_of(R"({"tables": {"t1": {"max_shards": 0}}})") ==
         "field 'constraints.tables.t1.max_shards' = 0: expected a positive shard count");
   CHECK(error_of(R"({"colocate": [["t1", 3]]})") ==

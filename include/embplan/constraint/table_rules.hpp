@@ -5,7 +5,8 @@
 //                    pinned; a host: its devices_per_host consecutive devices)
 //   sharding         the kinds of piece a table may be placed as: table_wise
 //                    (the whole table), column_wise (all rows, some columns),
-//                    row_wise (some rows, or a hot-row replica)
+//                    row_wise (some rows, or a hot-row replica), data_parallel
+//                    (a whole copy on every device, shard::data_parallel)
 //   max_shards       at most this many pieces of the table (replicas count)
 //   dtype            the table's weights are stored as this dtype (fp32,
 //                    fp16, int8): not a test of pieces but of the task, which
@@ -51,7 +52,16 @@
 
 namespace embplan::inline EMBPLAN_ABI {
 
-enum class sharding_kind : std::uint8_t { table_wise = 1, column_wise = 2, row_wise = 4 };
+enum class sharding_kind : std::uint8_t {
+  table_wise = 1,
+  column_wise = 2,
+  row_wise = 4,
+  data_parallel = 8
+};
+
+inline constexpr sharding_kind all_sharding_kinds[] = {
+    sharding_kind::table_wise, sharding_kind::column_wise, sharding_kind::row_wise,
+    sharding_kind::data_parallel};
 
 inline constexpr std::string_view to_string(sharding_kind k) noexcept {
   switch (k) {
@@ -61,21 +71,25 @@ inline constexpr std::string_view to_string(sharding_kind k) noexcept {
       return "column_wise";
     case sharding_kind::row_wise:
       return "row_wise";
+    case sharding_kind::data_parallel:
+      return "data_parallel";
   }
   return "?";
 }
 
-// "table_wise" | "column_wise" | "row_wise"; anything else names `field`.
+// "table_wise" | "column_wise" | "row_wise" | "data_parallel"; anything else
+// names `field`.
 inline sharding_kind parse_sharding_kind(std::string_view text, std::string_view field) {
-  for (const auto k :
-       {sharding_kind::table_wise, sharding_kind::column_wise, sharding_kind::row_wise})
+  for (const auto k : all_sharding_kinds)
     if (text == to_string(k)) return k;
-  detail::fail(field, text, "one of table_wise, column_wise, row_wise");
+  detail::fail(field, text, "one of table_wise, column_wise, row_wise, data_parallel");
 }
 
-// The kind of piece `s` is: row_wise when it holds some of the rows (or is a
-// replica), else column_wise when it holds some of the columns, else table_wise.
+// The kind of piece `s` is: data_parallel for a data-parallel copy; row_wise
+// when it holds some of the rows (or is a replica), else column_wise when it
+// holds some of the columns, else table_wise.
 inline sharding_kind kind_of(const task& t, const shard& s) noexcept {
+  if (s.data_parallel) return sharding_kind::data_parallel;
   const auto& spec = t.tables[s.table];
   if (s.replica || s.row_begin != 0 || s.row_end != spec.rows) return sharding_kind::row_wise;
   if (s.col_begin != 0 || s.col_end != spec.dim) return sharding_kind::column_wise;
@@ -124,8 +138,8 @@ struct table_entry {
   std::uint32_t separate_begin = 0;   // its anti-affinity groups: separate_of[begin, end)
   std::uint32_t separate_end = 0;
   std::uint32_t max_shards = 0;
-  std::uint8_t kinds = 7;  // allowed sharding_kind bits
-  bool ruled = false;      // any rule at all (the fast path skips the rest)
+  std::uint8_t kinds = 15;  // allowed sharding_kind bits
+  bool ruled = false;       // any rule at all (the fast path skips the rest)
 };
 
 struct rules_data {
@@ -291,8 +305,7 @@ class table_rules {
 
   static std::string kinds_text(std::uint8_t kinds) {
     std::string out;
-    for (const auto k :
-         {sharding_kind::table_wise, sharding_kind::column_wise, sharding_kind::row_wise})
+    for (const auto k : all_sharding_kinds)
       if ((kinds & static_cast<std::uint8_t>(k)) != 0)
         out += (out.empty() ? "" : ", ") + std::string(to_string(k));
     return out;

@@ -1,7 +1,10 @@
 #pragma once
 // plan: a list of shards, each a (column range x row range) block of one table
 // on one device. Table-wise is one shard per table; column-wise splits the
-// columns; row-wise splits the rows; a replica is a declared extra copy.
+// columns; row-wise splits the rows; a replica is a declared extra copy;
+// data-parallel is a whole copy of the table on every device, each serving
+// its device's share of the batch (TorchRec's DATA_PARALLEL: no all-to-all of
+// the pooled outputs, an all-reduce of the table's gradient instead).
 
 #include <algorithm>
 #include <compare>
@@ -31,6 +34,9 @@ struct shard {
   std::int64_t row_begin = 0;  // rows [row_begin, row_end)
   std::int64_t row_end = 0;
   bool replica = false;
+  // A whole-table copy of a data-parallel table (one on every device; see the
+  // header comment). Its lookups are the table's over batch_size / devices.
+  bool data_parallel = false;
 
   constexpr std::int32_t cols() const noexcept { return col_end - col_begin; }
   constexpr std::int64_t rows() const noexcept { return row_end - row_begin; }
@@ -52,15 +58,29 @@ inline shard whole_table(const task& t, std::size_t index, std::size_t device) {
 
 // The table a piece runs as: a column piece is the table with fewer columns
 // (NeuroShard's table augmentation makes that valid), a row piece holds its
-// share of the rows and, under uniform hashing, of the lookups. The meters and
-// the learned cost models price a piece through it.
+// share of the rows and, under uniform hashing, of the lookups. A
+// data-parallel copy runs its device's 1/D of the batch: as a table of the
+// task's batch it is one with 1/D of the pooling factor (the same lookups; the
+// pooled output written for all bags, not 1/D of them: the learned models and
+// the meters see one batch size per task). The meters and the learned cost
+// models price a piece through it.
 inline table_spec piece_table(const task& t, const shard& s) {
   table_spec spec = t.tables[s.table];
   const auto all_rows = spec.rows;
   spec.dim = static_cast<std::int32_t>(s.cols());
   spec.rows = s.rows();
   spec.pooling_factor *= static_cast<double>(s.rows()) / static_cast<double>(all_rows);
+  if (s.data_parallel) spec.pooling_factor /= static_cast<double>(t.cluster.size());
   return spec;
+}
+
+// The bytes of a data-parallel table's gradient all-reduced per step: the
+// dense gradient of its weights, in their dtype (as DDP reduces a parameter's
+// gradient).
+inline std::uint64_t data_parallel_gradient_bytes(const table_spec& spec) {
+  return checked_mul(checked_mul(static_cast<std::uint64_t>(spec.rows),
+                                 static_cast<std::uint64_t>(spec.dim), "gradient bytes"),
+                     dtype_bytes(spec.weight_dtype), "gradient bytes");
 }
 
 // HBM bytes of a shard, by its table's tier (rowwise/storage.hpp itemises them):
@@ -144,7 +164,8 @@ struct table_placement {
 // concepts/constraint.hpp), to which the record is only cost.
 struct placement_state {
   std::vector<std::uint64_t> memory_bytes;
-  std::vector<std::int64_t> dim_sum;  // sum of the columns held (drives all-to-all volume)
+  std::vector<std::int64_t> dim_sum;  // sum of the columns held (drives all-to-all volume;
+                                      // data-parallel copies send none)
   std::vector<std::uint32_t> shard_count;
   std::vector<table_placement> tables;  // by table index; empty until a piece is placed
   bool records_tables = true;
@@ -156,7 +177,7 @@ struct placement_state {
   void place(const task& t, const shard& s) {
     memory_bytes[s.device] =
         checked_add(memory_bytes[s.device], shard_bytes(t, s), "device memory");
-    dim_sum[s.device] += s.cols();
+    dim_sum[s.device] += s.data_parallel ? 0 : s.cols();
     ++shard_count[s.device];
     if (records_tables) note_placed(t.tables.size(), s.table, s.device);
   }
@@ -165,7 +186,7 @@ struct placement_state {
   // `bytes` = shard_bytes(t, s); the table's record as table_placement says.
   void unplace(const shard& s, std::uint64_t bytes) {
     memory_bytes[s.device] -= bytes;
-    dim_sum[s.device] -= s.cols();
+    dim_sum[s.device] -= s.data_parallel ? 0 : s.cols();
     --shard_count[s.device];
     if (records_tables) note_removed(s.table, s.device);
   }
@@ -271,7 +292,8 @@ enum class plan_problem_kind : std::uint8_t {
   overlap,       // a table's cells covered twice
   partial,       // a table's cells not all covered
   memory,        // a device holding more than its memory_bytes
-  constraint     // a shard the Constraint refuses (check_plan.hpp)
+  constraint,    // a shard the Constraint refuses (check_plan.hpp)
+  data_parallel  // a data-parallel table not exactly one whole copy per device
 };
 
 struct plan_problem {
@@ -312,16 +334,19 @@ inline std::string describe_shard(const task& t, const shard& s) {
     return "[" + std::to_string(a) + ", " + std::to_string(b) + ")";
   };
   return table_subject(t, s.table) + " columns " + range(s.col_begin, s.col_end) + " rows " +
-         range(s.row_begin, s.row_end) + (s.replica ? " (replica)" : "") + " on device " +
+         range(s.row_begin, s.row_end) + (s.replica ? " (replica)" : "") +
+         (s.data_parallel ? " (data-parallel copy)" : "") + " on device " +
          std::to_string(s.device);
 }
 
 // How a table is split, by TorchRec's ShardingType names, from its non-replica
 // pieces in a valid plan: "table_wise" (one piece), "column_wise" (every piece
 // holds all rows), "row_wise" (every piece holds all columns), else
-// "grid_shard". The TorchRec export and the plan report both name it so.
+// "grid_shard"; "data_parallel" for a data-parallel table's copies. The
+// TorchRec export and the plan report both name it so.
 inline std::string_view sharding_type_of(const table_spec& spec,
                                          std::span<const shard* const> pieces) noexcept {
+  if (!pieces.empty() && pieces.front()->data_parallel) return "data_parallel";
   if (pieces.size() == 1) return "table_wise";
   bool all_rows = true;
   bool all_cols = true;
@@ -358,6 +383,46 @@ inline std::string to_decimal(uint128 v) {
   return out;
 }
 
+// The problems of data-parallel table `ti`, whose copies are shards `copies`
+// and whose other (non-replica) pieces are `pieces`: a copy that is not the
+// whole table, a device with no copy or with two, any other piece.
+template <class Report>
+void data_parallel_problems(const task& t, const plan& p, std::size_t ti,
+                            std::span<const std::size_t> pieces,
+                            std::span<const std::size_t> copies, Report& report) {
+  using kind = plan_problem_kind;
+  const auto& spec = t.tables[ti];
+  const auto subject = table_subject(t, ti);
+  const auto where = path("tables", ti);
+  if (!pieces.empty()) {
+    report(kind::data_parallel, subject, where, to_display(spec.name),
+           "a data-parallel table held by its copies alone, but shard " +
+               std::to_string(pieces.front()) + " is a piece of it");
+  }
+  if (spec.placement.tier != memory_tier::hbm) {
+    report(kind::data_parallel, subject, path(where, "tier"),
+           to_display(to_string(spec.placement.tier)),
+           "hbm for a data-parallel table (TorchRec runs one with a dense kernel)");
+  }
+  std::vector<std::size_t> copy_on(t.cluster.size(), 0);
+  for (const auto id : copies) {
+    const auto& s = p.shards[id];
+    if (s.col_begin != 0 || s.col_end != spec.dim || s.row_begin != 0 || s.row_end != spec.rows) {
+      report(kind::data_parallel, subject, path(path("shards", id), "data_parallel"), "true",
+             "a data-parallel copy of the whole table (columns [0, " + std::to_string(spec.dim) +
+                 "), rows [0, " + std::to_string(spec.rows) + "))");
+    }
+    if (s.device < copy_on.size()) ++copy_on[s.device];
+  }
+  for (std::size_t d = 0; d < copy_on.size(); ++d) {
+    if (copy_on[d] == 1) continue;
+    report(kind::data_parallel, subject, where, to_display(spec.name),
+           "one data-parallel copy on every device, but " + device_subject(t, d) + " holds " +
+               std::to_string(copy_on[d]));
+    break;
+  }
+}
+
 // Every problem of plan `p` for task `t` under `check`, each passed to
 // found(plan_problem&&) as it is seen: per shard its references, ranges and
 // column multiple; then per table its coverage (each cell exactly once by the
@@ -376,6 +441,7 @@ void for_each_plan_problem(const task& t, const plan& p, plan_check check, Found
   };
   std::vector<std::vector<std::size_t>> by_table(tables);
   std::vector<std::uint8_t> misshapen(tables, 0);  // tables with a shard of illegal shape
+  std::vector<std::vector<std::size_t>> dp_by_table(tables);  // data-parallel copies
   for (std::size_t i = 0; i < p.shards.size(); ++i) {
     const auto& s = p.shards[i];
     const auto at = path("shards", i);
@@ -406,7 +472,15 @@ void for_each_plan_problem(const task& t, const plan& p, plan_check check, Found
       report(kind::dim_multiple, subject, path(at, "columns"), to_display(s.cols()),
              "a multiple of " + std::to_string(check.dim_multiple));
     }
-    if (!s.replica) by_table[s.table].push_back(i);
+    if (s.data_parallel) {
+      if (s.replica) {
+        report(kind::data_parallel, subject, path(at, "replica"), "true",
+               "false for a data-parallel copy (each copy is a whole table)");
+      }
+      dp_by_table[s.table].push_back(i);
+    } else if (!s.replica) {
+      by_table[s.table].push_back(i);
+    }
   }
   std::vector<column_event> events;
   for (std::size_t ti = 0; ti < tables; ++ti) {
@@ -415,6 +489,10 @@ void for_each_plan_problem(const task& t, const plan& p, plan_check check, Found
     const auto& ids = by_table[ti];
     const auto where = path("tables", ti);
     const auto name = to_display(spec.name);
+    if (!dp_by_table[ti].empty()) {
+      data_parallel_problems(t, p, ti, ids, dp_by_table[ti], report);
+      continue;
+    }
     if (ids.empty()) {
       report(kind::uncovered, table_subject(t, ti), where, name,
              "a table covered by at least one shard");

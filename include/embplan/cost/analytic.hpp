@@ -17,6 +17,10 @@
 //   issue_ms  = lookups x lookup_overhead_ns: the latency-bound part of a
 //               gather (index load, offset arithmetic, dependent row load)
 //               that bandwidth alone does not see
+// A data-parallel copy (shard::data_parallel) runs batch_size / D of the bags:
+// its lookups and its output writes are 1/D of the whole table's; it adds no
+// columns to the all-to-all, and its gradient all-reduce is priced by
+// evaluate() (cost/collectives.hpp).
 // A device's group is one fused TBE launch: kernel_launch_ms (if non-empty) +
 // the sum of its pieces' read + write; backward = backward_factor x forward.
 // So a fused group costs less than the sum of its tables run alone (each of
@@ -301,18 +305,24 @@ struct analytic_cost {
   piece_reads reads_of(const task& t, const shard& s) const {
     const auto& spec = t.tables[s.table];
     const double batch = static_cast<double>(t.batch_size);
+    // A data-parallel copy looks up its device's 1/D of the batch.
+    const double share = s.data_parallel ? static_cast<double>(t.cluster.size()) : 1.0;
     const double lookups = batch * spec.pooling_factor * static_cast<double>(s.rows()) /
-                           static_cast<double>(spec.rows);
+                           static_cast<double>(spec.rows) / share;
     const auto sector = static_cast<std::uint64_t>(options.sector_bytes);
     const std::uint64_t raw_row =
         static_cast<std::uint64_t>(s.cols()) * dtype_bytes(spec.weight_dtype);
     return {lookups, static_cast<double>((raw_row + sector - 1) / sector * sector)};
   }
 
-  // The pooled output, written once per bag.
+  // The pooled output, written once per bag (a data-parallel copy's bags
+  // are its device's 1/D of the batch).
   double write_ms(const task& t, const shard& s, double memory_bpms) const {
-    return static_cast<double>(t.batch_size) * static_cast<double>(s.cols()) *
-           cost::detail::pooled_bytes * options.output_write_factor / memory_bpms;
+    const double bags =
+        s.data_parallel ? static_cast<double>(t.batch_size) / static_cast<double>(t.cluster.size())
+                        : static_cast<double>(t.batch_size);
+    return bags * static_cast<double>(s.cols()) * cost::detail::pooled_bytes *
+           options.output_write_factor / memory_bpms;
   }
   double issue_ms(double lookups) const { return lookups * options.lookup_overhead_ns * 1e-6; }
 

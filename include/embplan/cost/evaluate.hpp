@@ -3,7 +3,11 @@
 // (eval_simulator.py; §3.3) does it: per device, fused compute of its shards;
 // backward all-to-all from the per-device column sums; forward all-to-all with
 // each device starting late by its (compute + backward comm) minus the minimum
-// over devices; plan cost = max over devices of the four parts.
+// over devices; plan cost = max over devices of the four parts. A plan with
+// data-parallel tables adds their gradient all-reduce (cost/collectives.hpp)
+// to every device's backward communication, priced from the topology whatever
+// the model (the same on every device, it moves no start time relative to
+// another).
 
 #include <algorithm>
 #include <span>
@@ -13,6 +17,7 @@
 #include "embplan/core/costs.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/cost/collectives.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -47,8 +52,9 @@ plan_cost evaluate(const task& t, const plan& p, const CostModel& model) {
   }
   model.communication(t, std::span<const std::int64_t>(out.dim_sum),
                       std::span<const double>(start_ms), std::span<comm_cost>(comm));
+  const double all_reduce = data_parallel_all_reduce_ms(t, p);
   for (std::size_t d = 0; d < devices; ++d) {
-    out.devices[d].bwd_comm_ms = comm[d].bwd_ms;
+    out.devices[d].bwd_comm_ms = comm[d].bwd_ms + all_reduce;
     start_ms[d] = out.devices[d].fwd_compute_ms + out.devices[d].bwd_compute_ms + comm[d].bwd_ms;
   }
   // NeuroShard §3.3: the forward all-to-all sees each device's start skew.

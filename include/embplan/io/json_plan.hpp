@@ -6,7 +6,9 @@
 // Ranges are half-open [begin, end). A shard may name its table by "table"
 // (index), "table_name" or both (then they must agree), and its device by
 // index or by the device's name ("cuda:1"). "columns" / "rows" default to the
-// whole table, "replica" to false. Any other key is an error naming it.
+// whole table, "replica" to false. A data-parallel copy (a whole table on
+// every device) has "data_parallel": true, written only when true (a plan
+// without one reads and writes as before). Any other key is an error naming it.
 // A plan a planner made also records how (core/content_hash.hpp):
 //   "planner": "lookup_greedy", "seed": 0, "content_hash": "e95aeef76cfa0a88",
 //   "embplan_version": "0.1.0"
@@ -38,8 +40,8 @@ inline constexpr std::string_view plan_keys[] = {"task", "shards",       "planne
                                                  "seed", "content_hash", "embplan_version"};
 inline constexpr std::string_view provenance_keys[] = {"planner", "seed", "content_hash",
                                                        "embplan_version"};
-inline constexpr std::string_view shard_keys[] = {"table",   "table_name", "device",
-                                                  "columns", "rows",       "replica"};
+inline constexpr std::string_view shard_keys[] = {"table", "table_name", "device",       "columns",
+                                                  "rows",  "replica",    "data_parallel"};
 
 // An index as a shard holds it: below `count` where `checked`, else any
 // 32-bit index (plan_from_json_unchecked keeps one out of range for
@@ -125,6 +127,7 @@ inline nlohmann::json to_json(const task& t, const plan& p) {
     sj["columns"] = {s.col_begin, s.col_end};
     sj["rows"] = {s.row_begin, s.row_end};
     sj["replica"] = s.replica;
+    if (s.data_parallel) sj["data_parallel"] = true;
     shards.push_back(std::move(sj));
   }
   nlohmann::json j = nlohmann::json::object();
@@ -182,6 +185,8 @@ inline plan read_plan(const json& j, const task& t, bool checked) {
       s.row_end = e;
     }
     if (const json* r = find(sj, "replica")) s.replica = as_bool(*r, path(where, "replica"));
+    if (const json* dp = find(sj, "data_parallel"))
+      s.data_parallel = as_bool(*dp, path(where, "data_parallel"));
     p.shards.push_back(s);
   }
   return p;

@@ -12,7 +12,11 @@
 // Declared replicas are listed apart under "replicas" with the same shard fields.
 // A table off hbm gets compute_kernel "fused_uvm_caching" (uvm_caching, with
 // its ParameterSharding's cache_params {"load_factor": x}, TorchRec's
-// CacheParams) or "fused_uvm" (host).
+// CacheParams) or "fused_uvm" (host). A data-parallel table is
+//   {"sharding_type": "data_parallel", "compute_kernel": "dense",
+//    "ranks": [0, 1, ...], "sharding_spec": null}
+// as TorchRec's ParameterSharding of a DATA_PARALLEL table (no sharding spec:
+// every rank holds the whole table).
 
 #include <cstddef>
 #include <cstdint>
@@ -91,6 +95,13 @@ inline nlohmann::json torchrec_sharding(const task& t, const plan& p) {
     }
     nlohmann::json entry = nlohmann::json::object();
     entry["sharding_type"] = std::string(sharding_type_of(spec, pieces[ti]));
+    if (!pieces[ti].empty() && pieces[ti].front()->data_parallel) {
+      entry["compute_kernel"] = "dense";
+      entry["ranks"] = std::move(ranks);
+      entry["sharding_spec"] = nullptr;
+      out[key] = std::move(entry);
+      continue;
+    }
     entry["compute_kernel"] = std::string(detail::torchrec_compute_kernel(spec.placement.tier));
     if (spec.placement.tier == memory_tier::uvm_caching) {
       entry["cache_params"] = {{"load_factor", spec.placement.load_factor}};

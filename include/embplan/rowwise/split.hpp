@@ -26,6 +26,27 @@
 // terms (detail::in_full_task): the full task, each table under its own index
 // (a rule that pins "table 3" still means the caller's table 3, not the third
 // table of the sub-task) and a device state that counts the row shards.
+//
+// Data-parallel tables (data_parallel.enabled, off by default; issue 24,
+// sharding types): before the row splits, small tables may be replicated as
+// data-parallel copies (shard::data_parallel), one whole copy on every device,
+// each serving 1/D of the batch, their gradients all-reduced
+// (cost/collectives.hpp). Which ones:
+//  - forced: a table in hbm that no device admits whole while the rule admits
+//    a copy on every device (the user allows it data_parallel only);
+//  - by cost: a table in hbm whose copies cost each device less than placing
+//    it whole would, once balanced:
+//      whole: shard_cost(whole table) / D + dim x all_to_all_column_ms
+//      copies: shard_cost(one copy) + all_reduce_ms(its gradient) minus the
+//              collective's start-up (paid once for all the tables)
+//    taken by saving per byte (ties: the lower index) while the copies keep
+//    within memory_fraction of the smallest device memory and the rule admits
+//    all of them; if the savings taken do not cover one all-reduce start-up,
+//    none is. Shard costs come from the searcher's model where its unit is
+//    ms, else from analytic_cost (a heuristic's score is not time).
+// Every device carries the same copies, so the inner searcher balances the
+// other tables without them (on a uniform cluster they add the same time to
+// every device: what they cost is the same wherever the rest goes).
 
 #include <algorithm>
 #include <cstddef>
@@ -44,11 +65,34 @@
 #include "embplan/concepts/searcher.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "embplan/cost/collectives.hpp"
 #include "embplan/rowwise/partition.hpp"
 #include "embplan/search/infeasible.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::rowwise {
+
+// Which tables a split_oversized stage replicates as data-parallel copies
+// (the header comment says how it chooses).
+struct data_parallel_options {
+  bool enabled = false;
+  double memory_fraction = 0.1;  // of the smallest device memory, for all copies together
+
+  void validate() const {
+    if (!(memory_fraction >= 0.0 && memory_fraction <= 1.0)) {
+      embplan::detail::fail("data_parallel.memory_fraction", memory_fraction,
+                            "a fraction in [0, 1]");
+    }
+  }
+};
+
+// The copy of table `ti` on `device` that a data-parallel table holds there.
+inline shard data_parallel_copy(const task& t, std::size_t ti, std::size_t device) {
+  shard s = whole_table(t, ti, device);
+  s.data_parallel = true;
+  return s;
+}
 
 namespace detail {
 
@@ -124,6 +168,94 @@ std::optional<std::vector<shard>> split_by_rows(const task& t, const placement_s
   return std::nullopt;
 }
 
+// Places the copies of table `ti` on every device of `st` if `rule` admits
+// each in turn; false (st unchanged) otherwise.
+template <constraint Constraint>
+bool place_copies(const task& t, placement_state& st, std::size_t ti, const Constraint& rule,
+                  std::vector<shard>& out) {
+  placement_state trial = st;
+  const std::size_t first = out.size();
+  for (std::size_t d = 0; d < t.cluster.size(); ++d) {
+    const shard s = data_parallel_copy(t, ti, d);
+    if (!rule.admits(t, trial, s)) {
+      out.resize(first);
+      return false;
+    }
+    trial.place(t, s);
+    out.push_back(s);
+  }
+  st = std::move(trial);
+  return true;
+}
+
+// The tables to replicate (see the header comment), their copies placed in
+// `st` and appended to `copies`; `placed[i]` set for each.
+template <cost_model CostModel, constraint Constraint>
+void choose_data_parallel(const task& t, const CostModel& model, const Constraint& rule,
+                          const data_parallel_options& o, placement_state& st,
+                          std::vector<shard>& copies, std::vector<std::uint8_t>& placed) {
+  const std::size_t devices = t.cluster.size();
+  const placement_state empty(devices);
+  const auto price = [&](const shard& s) {
+    if constexpr (cost_unit_of<CostModel> == cost_unit::ms) {
+      return static_cast<double>(model.shard_cost(t, s));
+    } else {
+      return analytic_cost{}.shard_cost(t, s);
+    }
+  };
+  const double column_ms = all_to_all_column_ms(t.cluster, t.batch_size);
+  const double latency = t.cluster.collective_latency_ms;
+  struct candidate {
+    std::size_t table;
+    double saving;  // ms per device
+    std::uint64_t bytes;
+  };
+  std::vector<candidate> by_cost;
+  for (std::size_t i = 0; i < t.tables.size(); ++i) {
+    const auto& spec = t.tables[i];
+    if (spec.placement.tier != memory_tier::hbm) continue;
+    bool fits = false;
+    for (std::size_t d = 0; d < devices && !fits; ++d)
+      fits = rule.admits(t, empty, whole_table(t, i, d));
+    if (!fits) {  // forced: copies or nothing (then the row split or the inner searcher)
+      placed[i] = place_copies(t, st, i, rule, copies) ? 1 : 0;
+      continue;
+    }
+    const double whole = price(whole_table(t, i, 0)) / static_cast<double>(devices) +
+                         static_cast<double>(spec.dim) * column_ms;
+    const double copy = price(data_parallel_copy(t, i, 0)) +
+                        all_reduce_ms(t.cluster, data_parallel_gradient_bytes(spec)) - latency;
+    if (copy < whole) by_cost.push_back({i, whole - copy, table_bytes(spec, t.optimizer_state)});
+  }
+  std::stable_sort(by_cost.begin(), by_cost.end(), [](const candidate& a, const candidate& b) {
+    // saving / bytes, descending, without dividing (bytes > 0)
+    return a.saving * static_cast<double>(b.bytes) > b.saving * static_cast<double>(a.bytes);
+  });
+  std::uint64_t smallest = t.cluster.devices.front().memory_bytes;
+  for (const auto& d : t.cluster.devices)
+    smallest = std::min(smallest, d.memory_bytes);
+  const auto budget = static_cast<std::uint64_t>(o.memory_fraction * static_cast<double>(smallest));
+  const placement_state before = st;
+  const std::size_t copies_before = copies.size();
+  std::vector<std::size_t> taken;
+  std::uint64_t used = 0;
+  double saved = 0.0;
+  for (const auto& c : by_cost) {
+    if (c.bytes > budget - used) continue;
+    if (!place_copies(t, st, c.table, rule, copies)) continue;
+    used += c.bytes;
+    saved += c.saving;
+    taken.push_back(c.table);
+  }
+  if (saved <= latency) {  // not worth one all-reduce
+    st = before;
+    copies.resize(copies_before);
+    return;
+  }
+  for (const auto i : taken)
+    placed[i] = 1;
+}
+
 // The constraint the inner searcher is given: questions about the sub-task
 // (tables renumbered, capacities reduced by the row shards) translated into
 // the caller's task. A sub-task shard of table k is asked about as table
@@ -183,6 +315,8 @@ template <class Inner>
 struct split_oversized {
   Inner inner{};
   std::int64_t hot_rows = 0;  // rows [0, hot_rows) of a split table replicated (0: none)
+  bool split_rows = true;     // false: a table that fits no device is left to `inner`
+  data_parallel_options data_parallel{};  // small tables replicated (off by default)
 
   // The inner searcher decides the plan of the tables that fit whole.
   static constexpr bool uses_reward = searcher_uses_reward<Inner>;
@@ -192,24 +326,33 @@ struct split_oversized {
   template <cost_model CostModel, constraint Constraint, reward Reward>
   search_result search(const task& t, const CostModel& model, const Constraint& rule,
                        const Reward& score, std::uint64_t seed) const {
+    data_parallel.validate();
     const std::size_t devices = t.cluster.size();
     const placement_state empty(devices);
+    search_result out;
+    placement_state st(devices);
+    std::vector<std::uint8_t> replicated(t.tables.size(), 0);
+    if (data_parallel.enabled && devices > 1) {
+      detail::choose_data_parallel(t, model, rule, data_parallel, st, out.placement.shards,
+                                   replicated);
+    }
     std::vector<std::size_t> oversized;
     std::vector<std::size_t> rest;
     for (std::size_t i = 0; i < t.tables.size(); ++i) {
-      bool fits = false;
+      if (replicated[i] != 0) continue;
+      bool fits = !split_rows;
       for (std::size_t d = 0; d < devices && !fits; ++d)
         fits = rule.admits(t, empty, whole_table(t, i, d));
       (fits ? rest : oversized).push_back(i);
     }
-    if (oversized.empty()) return inner.search(t, model, rule, score, seed);
+    if (oversized.empty() && rest.size() == t.tables.size()) {
+      return inner.search(t, model, rule, score, seed);
+    }
 
     std::stable_sort(oversized.begin(), oversized.end(), [&](std::size_t a, std::size_t b) {
       return table_bytes(t.tables[a], t.optimizer_state) >
              table_bytes(t.tables[b], t.optimizer_state);
     });
-    search_result out;
-    placement_state st(devices);
     std::string split_names;
     for (const std::size_t i : oversized) {
       auto pieces = detail::split_by_rows(t, st, i, rule, hot_rows);
@@ -249,10 +392,16 @@ struct split_oversized {
     out.cache_lookups = r.cache_lookups;
     out.cache_hits = r.cache_hits;
     if (!r.ok) {
-      out.failure = "after splitting " + split_names +
-                    " by rows, the other tables do not fit (table indices below count only "
-                    "those): " +
-                    r.failure;
+      const auto copies = static_cast<std::size_t>(
+          std::count(replicated.begin(), replicated.end(), std::uint8_t{1}));
+      std::string done;
+      if (copies > 0) done = "replicating " + std::to_string(copies) + " tables data-parallel";
+      if (!split_names.empty()) {
+        done += (done.empty() ? "splitting " : " and splitting ") + split_names + " by rows";
+      }
+      out.failure =
+          "after " + done +
+          ", the other tables do not fit (table indices below count only those): " + r.failure;
       return out;
     }
     for (auto s : r.placement.shards) {
