@@ -40,7 +40,8 @@ void replay_constraint(const task& t, const plan& p, const Constraint& c, Refuse
 // Every problem of `p` for `t`: validate()'s (references, shapes, column
 // multiple, coverage, memory per `check`) and each shard `c` refuses, replayed
 // over the shards that name a table and a device of the task with a legal
-// shape. Empty: the plan is valid.
+// shape; then each table placed as fewer pieces than c's min_shards
+// (min_shards_of). Empty: the plan is valid.
 template <constraint Constraint>
 std::vector<plan_problem> check_plan(const task& t, const plan& p, const Constraint& c,
                                      plan_check check = {}) {
@@ -59,6 +60,27 @@ std::vector<plan_problem> check_plan(const task& t, const plan& p, const Constra
         return true;
       },
       usable);
+  // A table placed as fewer pieces than the constraint's min_shards (data-
+  // parallel copies and replicas aside: a piece holds a part of the table).
+  std::vector<std::uint32_t> pieces;
+  for (std::size_t ti = 0; ti < t.tables.size(); ++ti) {
+    const std::uint32_t least = min_shards_of(c, ti);
+    if (least <= 1) continue;
+    if (pieces.empty()) {
+      pieces.assign(t.tables.size(), 0);
+      for (std::size_t i = 0; i < p.shards.size(); ++i) {
+        const auto& s = p.shards[i];
+        if (usable[i] != 0 && !s.replica && !s.data_parallel) ++pieces[s.table];
+      }
+    }
+    if (pieces[ti] >= least) continue;
+    out.push_back(
+        {plan_problem_kind::constraint, table_subject(t, ti),
+         detail::field_message(detail::path("tables", ti), detail::to_display(t.tables[ti].name),
+                               "at least " + std::to_string(least) +
+                                   " pieces (min_shards), but it is placed as " +
+                                   std::to_string(pieces[ti]))});
+  }
   return out;
 }
 

@@ -50,14 +50,17 @@ inline std::string joined_names() {
 
 }  // namespace presets::detail
 
-// The stages before a preset's searcher, both in rowwise::split_oversized:
-// the row split of a table that fits no device (the rowwise_ names) and the
-// data-parallel copies of small tables. Neither: the preset as it is.
+// The stages before a preset's searcher, all in rowwise::split_oversized:
+// the row split of a table that fits no device (the rowwise_ names), the
+// data-parallel copies of small tables, and the column blocks of tables the
+// user's rules give a min_shards (cut whenever the stage runs). None: the
+// preset as it is.
 struct preset_stages {
   bool split_rows = false;
   rowwise::data_parallel_options data_parallel{};
+  bool min_shards = false;  // the rules have a min_shards: the stage must run
 
-  bool any() const noexcept { return split_rows || data_parallel.enabled; }
+  bool any() const noexcept { return split_rows || data_parallel.enabled || min_shards; }
 };
 
 // A preset built outside embplan::core, run by name through a function
@@ -140,7 +143,8 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
   const bool rowwise = name.starts_with(pd::rowwise_prefix);
   const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
   const default_constraint rule{memory_capacity{}, dim_multiple{}, rules};
-  const preset_stages stages{.split_rows = rowwise, .data_parallel = data_parallel};
+  const preset_stages stages{
+      .split_rows = rowwise, .data_parallel = data_parallel, .min_shards = rules.has_min_shards()};
   const auto run = [&]<class Planner>(Planner p) { return pd::run(p, stages, t, seed); };
   if (base == "random") return run(random_planner({}, {}, rule, {}));
   if (base == "size_greedy") return run(size_greedy_planner({}, {}, rule, {}));

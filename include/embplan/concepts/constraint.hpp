@@ -60,6 +60,22 @@ bool reads_table_record(const C& c) noexcept {
   }
 }
 
+// Optional: min_shards(table) — the least number of pieces a plan must place
+// table `table` as (user rules: table_rules::min_shards). No single piece
+// breaks it, so admits() cannot say; a searcher's stage cuts the table into
+// that many column blocks first (rowwise::split_oversized) and check_plan
+// counts. Without the member: 0, no minimum.
+template <constraint C>
+std::uint32_t min_shards_of(const C& c, std::size_t table) noexcept {
+  if constexpr (requires {
+                  { c.min_shards(table) } -> std::convertible_to<std::uint32_t>;
+                }) {
+    return static_cast<std::uint32_t>(c.min_shards(table));
+  } else {
+    return 0;
+  }
+}
+
 // c.explain(t, st, table) where c offers it, else "".
 template <constraint C>
 std::string explain_of(const C& c, const task& t, const placement_state& st, std::size_t table) {

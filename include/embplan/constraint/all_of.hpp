@@ -5,6 +5,7 @@
 // default_constraint is what the papers' settings impose: memory capacity and
 // column counts that are multiples of 4.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -109,6 +110,15 @@ class all_of {
         },
         parts_);
     return out;
+  }
+
+  // The largest min_shards(table) of the parts that have one (min_shards_of).
+  std::uint32_t min_shards(std::size_t table) const noexcept {
+    return std::apply(
+        [&](const auto&... c) {
+          return std::max({std::uint32_t{0}, min_shards_of(c, table)...});
+        },
+        parts_);
   }
 
   const std::tuple<Cs...>& parts() const noexcept { return parts_; }

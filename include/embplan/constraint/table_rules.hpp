@@ -8,6 +8,10 @@
 //                    row_wise (some rows, or a hot-row replica), data_parallel
 //                    (a whole copy on every device, shard::data_parallel)
 //   max_shards       at most this many pieces of the table (replicas count)
+//   min_shards       at least this many pieces: not a test of one piece but of
+//                    a plan; min_shards(table) tells a searcher's stage
+//                    (rowwise::split_oversized) to cut the table into that many
+//                    column blocks first, and check_plan counts the pieces
 //   dtype            the table's weights are stored as this dtype (fp32,
 //                    fp16, int8): not a test of pieces but of the task, which
 //                    apply_table_rules() rewrites before planning, so that memory
@@ -22,8 +26,8 @@
 // the placement_state's per-table records (table_placement); planner replays
 // the finished plan through it, so no plan that breaks a rule leaves a planner.
 // Where a record cannot tell (pieces of a table moved away by a local search),
-// the rule refuses rather than guesses. Not modelled: minimum shard counts;
-// hosts are only topology::devices_per_host consecutive devices.
+// the rule refuses rather than guesses. Hosts are only
+// topology::devices_per_host consecutive devices.
 // Validated at construction: unknown tables, devices or hosts, a table ruled
 // twice, groups of fewer than two tables, a table in two co-location groups,
 // co-located tables with no allowed device in common (pinned to two devices),
@@ -103,6 +107,7 @@ struct table_rule {
   std::vector<std::size_t> hosts{};           // allowed hosts (with devices: both must allow)
   std::vector<sharding_kind> sharding{};      // allowed kinds of piece
   std::uint32_t max_shards = 0;               // at most this many pieces; 0: no bound
+  std::uint32_t min_shards = 0;               // at least this many pieces; 0 or 1: no bound
   std::optional<dtype> weight_dtype{};        // stored as this dtype (apply_table_rules)
   std::optional<tier_placement> placement{};  // in this memory tier (apply_table_rules)
   std::string where{};                        // its path in messages; "": <where>.tables[i]
@@ -138,6 +143,7 @@ struct table_entry {
   std::uint32_t separate_begin = 0;   // its anti-affinity groups: separate_of[begin, end)
   std::uint32_t separate_end = 0;
   std::uint32_t max_shards = 0;
+  std::uint32_t min_shards = 0;
   std::uint8_t kinds = 15;  // allowed sharding_kind bits
   bool ruled = false;       // any rule at all (the fast path skips the rest)
 };
@@ -152,6 +158,7 @@ struct rules_data {
   std::vector<std::vector<std::uint32_t>> separate;
   std::vector<std::uint32_t> separate_of;
   std::size_t table_rules = 0;
+  std::size_t min_shards_tables = 0;  // tables with min_shards > 1
 
   bool allows(const table_entry& e, std::size_t d) const noexcept {
     return e.allowed == no_index || ((bits[e.allowed + d / 64] >> (d % 64)) & 1u) != 0;
@@ -204,6 +211,16 @@ class table_rules {
   bool admits(const task& t, const placement_state& st, const shard& s) const {
     return data_ == nullptr || admits_ruled(t, st, s);
   }
+
+  // The least number of pieces table `table` must be placed as (min_shards;
+  // 0 where none is ruled). A searcher's stage (rowwise::split_oversized)
+  // cuts such a table into that many column blocks before the searcher runs.
+  std::uint32_t min_shards(std::size_t table) const noexcept {
+    if (data_ == nullptr || table >= data_->tables) return 0;
+    return data_->entry[table].min_shards;
+  }
+  // Whether any table has a min_shards above 1.
+  bool has_min_shards() const noexcept { return data_ != nullptr && data_->min_shards_tables > 0; }
 
   // "user constraints (2 table rules, 1 co-location group, 1 anti-affinity
   // group)"; "" when empty (all_of leaves it out of its description).
@@ -422,6 +439,28 @@ class table_rules {
           e.kinds |= static_cast<std::uint8_t>(k);
       }
       e.max_shards = rule.max_shards;
+      if (rule.min_shards > 1) {
+        const auto field = detail::path(at, "min_shards");
+        const std::int32_t blocks = t.tables[rule.table].dim / 4;
+        if (rule.max_shards != 0 && rule.min_shards > rule.max_shards) {
+          detail::fail(field, rule.min_shards,
+                       "at most max_shards (" + std::to_string(rule.max_shards) + ")");
+        }
+        if (static_cast<std::int64_t>(rule.min_shards) > blocks) {
+          detail::fail(field, rule.min_shards,
+                       "at most " + std::to_string(blocks) + " for table '" +
+                           t.tables[rule.table].name + "' (its " +
+                           std::to_string(t.tables[rule.table].dim) +
+                           " columns cut into blocks of a multiple of 4)");
+        }
+        if ((e.kinds & static_cast<std::uint8_t>(sharding_kind::column_wise)) == 0) {
+          detail::fail(field, rule.min_shards,
+                       "no minimum where sharding excludes column_wise (the pieces are column "
+                       "blocks)");
+        }
+        e.min_shards = rule.min_shards;
+        ++r->min_shards_tables;
+      }
       // A rule the task does not carry: apply_table_rules was not called.
       const auto not_applied = [&](const char* key, std::string_view ruled, std::string_view has) {
         detail::fail(detail::path(at, key), ruled,

@@ -4,6 +4,7 @@
 //   {"tables": {"t17": {"devices": [3]},                  pinned to device 3
 //               "t4":  {"hosts": [0, 1], "sharding": ["table_wise", "column_wise"],
 //                       "max_shards": 2, "dtype": "fp16"},  stored as fp16
+//               "t9":  {"min_shards": 3},                 in at least 3 pieces
 //               "#12": {"devices": [0, 1]}},              table 12 by index
 //    "colocate": [["t1", "t2", "t3"]],                    on one device together
 //    "separate": [["t5", "t6"]]}                          never on one device
@@ -34,7 +35,7 @@ namespace detail {
 
 inline constexpr std::string_view constraints_keys[] = {"tables", "colocate", "separate"};
 inline constexpr std::string_view table_rule_keys[] = {
-    "devices", "hosts", "sharding", "max_shards", "dtype", "tier", "load_factor"};
+    "devices", "hosts", "sharding", "max_shards", "min_shards", "dtype", "tier", "load_factor"};
 
 // The index of the table `name` ("#<index>" or a table's name) names in `t`.
 inline std::size_t table_index(const task& t, const json& value, const std::string& name,
@@ -106,12 +107,16 @@ inline table_rule table_rule_from_json(const task& t, const std::string& key, co
                                      return parse_sharding_kind(as_string(e, field), field);
                                    });
   }
-  if (const json* v = find(j, "max_shards")) {
-    const auto field = path(where, "max_shards");
+  const auto shard_count = [&](const char* name) -> std::uint32_t {
+    const json* v = find(j, name);
+    if (v == nullptr) return 0;
+    const auto field = path(where, name);
     const std::int64_t n = as_int64(*v, field);
     if (n < 1 || n > std::int64_t{0xFFFFFFFF}) fail_value(field, *v, "a positive shard count");
-    rule.max_shards = static_cast<std::uint32_t>(n);
-  }
+    return static_cast<std::uint32_t>(n);
+  };
+  rule.max_shards = shard_count("max_shards");
+  rule.min_shards = shard_count("min_shards");
   if (const json* v = find(j, "dtype")) {
     const auto field = path(where, "dtype");
     rule.weight_dtype = parse_dtype(as_string(*v, field), field);

@@ -44,6 +44,12 @@
 //    all of them; if the savings taken do not cover one all-reduce start-up,
 //    none is. Shard costs come from the searcher's model where its unit is
 //    ms, else from analytic_cost (a heuristic's score is not time).
+// Tables with a minimum piece count (min_shards_of(rule, table) > 1, the
+// user's min_shards) are cut into that many column blocks of multiples of 4
+// (as equal as they can be) before the inner searcher runs, each block a
+// table of its sub-task, which it places (or splits further) like any other;
+// the plan maps the blocks back to their table's columns.
+//
 // Every device carries the same copies, so the inner searcher balances the
 // other tables without them (on a uniform cluster they add the same time to
 // every device: what they cost is the same wherever the rest goes).
@@ -256,18 +262,47 @@ void choose_data_parallel(const task& t, const CostModel& model, const Constrain
     placed[i] = 1;
 }
 
+// Column blocks [begin, end) cutting `dim` columns into `count` pieces of
+// multiples of 4, as equal as they can be (the first ones one block of 4
+// wider). Precondition: 1 <= count <= dim / 4.
+inline std::vector<std::pair<std::int32_t, std::int32_t>> column_blocks(std::int32_t dim,
+                                                                        std::uint32_t count) {
+  const std::int32_t units = dim / 4;
+  const auto n = static_cast<std::int32_t>(count);
+  std::vector<std::pair<std::int32_t, std::int32_t>> out;
+  std::int32_t begin = 0;
+  for (std::int32_t k = 0; k < n; ++k) {
+    const std::int32_t width = 4 * (units / n + (k < units % n ? 1 : 0));
+    const std::int32_t end = k + 1 == n ? dim : begin + width;
+    out.emplace_back(begin, end);
+    begin = end;
+  }
+  return out;
+}
+
+// Record `b` of a sub-task table added to record `a` of the same full table.
+inline table_placement merged(table_placement a, const table_placement& b) noexcept {
+  if (a.pieces == 0) return b;
+  if (b.pieces == 0) return a;
+  a.on_home += b.home == a.home ? b.on_home : 0;
+  a.pieces += b.pieces;
+  return a;
+}
+
 // The constraint the inner searcher is given: questions about the sub-task
 // (tables renumbered, capacities reduced by the row shards) translated into
 // the caller's task. A sub-task shard of table k is asked about as table
-// index[k] of `full`, on a state that adds the row shards (`base`) to what the
-// inner searcher placed; the sub-task's reduced capacities and the full
-// task's capacities with the row shards counted are the same memory.
+// index[k] of `full`, its columns moved right by offset[k] (a table cut into
+// column blocks for min_shards is several sub-task tables), on a state that
+// adds the row shards (`base`) to what the inner searcher placed; the
+// sub-task's reduced capacities and the full task's capacities with the row
+// shards counted are the same memory.
 template <constraint Constraint>
 class in_full_task {
  public:
   in_full_task(const Constraint& rule, const task& full, std::span<const std::size_t> index,
-               const placement_state& base) noexcept
-      : rule_(&rule), full_(&full), index_(index), base_(&base) {}
+               std::span<const std::int32_t> offset, const placement_state& base) noexcept
+      : rule_(&rule), full_(&full), index_(index), offset_(offset), base_(&base) {}
 
   bool admits(const task&, const placement_state& st, const shard& s) const {
     return static_cast<bool>(rule_->admits(*full_, combined(st), translated(s)));
@@ -278,13 +313,20 @@ class in_full_task {
     return admits_with_bytes(*rule_, *full_, combined(st), translated(s), bytes);
   }
   std::string describe() const { return std::string(rule_->describe()); }
+  // The inner searcher must keep the per-table record where the caller's
+  // rule reads it (co-location, anti-affinity, max shards): combined() passes
+  // it on.
+  bool reads_table_record() const noexcept { return embplan::reads_table_record(*rule_); }
   std::string explain(const task&, const placement_state& st, std::size_t table) const {
     return explain_of(*rule_, *full_, combined(st), index_[table]);
   }
 
  private:
   shard translated(shard s) const noexcept {
+    const std::int32_t shift = offset_[s.table];
     s.table = static_cast<std::uint32_t>(index_[s.table]);
+    s.col_begin += shift;
+    s.col_end += shift;
     return s;
   }
   placement_state combined(const placement_state& st) const {
@@ -295,17 +337,19 @@ class in_full_task {
       out.shard_count[d] += st.shard_count[d];
     }
     // The sub-task's tables are not the split ones: their records move over
-    // under their full-task indices.
+    // under their full-task indices, the blocks of one table's merged.
     if (!st.tables.empty() && out.tables.size() < full_->tables.size())
       out.tables.resize(full_->tables.size());
     for (std::size_t k = 0; k < st.tables.size(); ++k)
-      if (st.tables[k].pieces > 0) out.tables[index_[k]] = st.tables[k];
+      if (st.tables[k].pieces > 0)
+        out.tables[index_[k]] = merged(out.tables[index_[k]], st.tables[k]);
     return out;
   }
 
   const Constraint* rule_;
   const task* full_;
   std::span<const std::size_t> index_;
+  std::span<const std::int32_t> offset_;
   const placement_state* base_;
 };
 
@@ -345,7 +389,15 @@ struct split_oversized {
         fits = rule.admits(t, empty, whole_table(t, i, d));
       (fits ? rest : oversized).push_back(i);
     }
-    if (oversized.empty() && rest.size() == t.tables.size()) {
+    // Tables the rule wants in at least two pieces (min_shards_of), cut into
+    // that many column blocks for the inner searcher.
+    std::vector<std::uint32_t> cut(t.tables.size(), 0);
+    bool cutting = false;
+    for (const std::size_t i : rest) {
+      cut[i] = min_shards_of(rule, i);
+      cutting = cutting || cut[i] > 1;
+    }
+    if (oversized.empty() && rest.size() == t.tables.size() && !cutting) {
       return inner.search(t, model, rule, score, seed);
     }
 
@@ -383,10 +435,25 @@ struct split_oversized {
     sub.optimizer_state = t.optimizer_state;
     for (std::size_t d = 0; d < devices; ++d)
       sub.cluster.devices[d].memory_bytes = detail::free_bytes(t, st, d);
-    sub.tables.reserve(rest.size());
-    for (const std::size_t i : rest)
-      sub.tables.push_back(t.tables[i]);
-    const detail::in_full_task<Constraint> sub_rule(rule, t, rest, st);
+    std::vector<std::size_t> index;    // sub-task table -> table of t
+    std::vector<std::int32_t> offset;  // ... and its first column there
+    for (const std::size_t i : rest) {
+      if (cut[i] <= 1) {
+        sub.tables.push_back(t.tables[i]);
+        index.push_back(i);
+        offset.push_back(0);
+        continue;
+      }
+      for (const auto& [begin, end] : detail::column_blocks(t.tables[i].dim, cut[i])) {
+        table_spec block = t.tables[i];
+        block.dim = end - begin;
+        block.name += " columns [" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+        sub.tables.push_back(std::move(block));
+        index.push_back(i);
+        offset.push_back(begin);
+      }
+    }
+    const detail::in_full_task<Constraint> sub_rule(rule, t, index, offset, st);
     search_result r = inner.search(sub, model, sub_rule, score, seed);
     out.evaluations = r.evaluations;
     out.cache_lookups = r.cache_lookups;
@@ -399,13 +466,20 @@ struct split_oversized {
       if (!split_names.empty()) {
         done += (done.empty() ? "splitting " : " and splitting ") + split_names + " by rows";
       }
+      if (cutting)
+        done += (done.empty() ? "" : " and ") + std::string(
+                                                    "cutting tables with "
+                                                    "min_shards into column blocks");
       out.failure =
           "after " + done +
           ", the other tables do not fit (table indices below count only those): " + r.failure;
       return out;
     }
     for (auto s : r.placement.shards) {
-      s.table = static_cast<std::uint32_t>(rest[s.table]);
+      const std::int32_t shift = offset[s.table];
+      s.table = static_cast<std::uint32_t>(index[s.table]);
+      s.col_begin += shift;
+      s.col_end += shift;
       out.placement.shards.push_back(s);
     }
     out.ok = true;
