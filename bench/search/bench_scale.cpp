@@ -4,7 +4,8 @@
 // bundled learned compute model (data/cost/cpu_compute_model.safetensors,
 // neural_cost: NeuroShard's compute net + analytic communication), from 1,000
 // tables on 128 devices to 10,000 tables on 1,024 devices (issue 19 item 9),
-// and the two sizes issue 24 names: 500 tables on 8 devices, 5,384 on 1,024.
+// and the two sizes issue 24 names: 500 tables on 8 devices, 5,384 on 1,024;
+// and both planners with data-parallel copies and row splits (staged).
 // Tables: bench/common/bench_task.hpp (the synthetic pool, dims {4, ..., 128},
 // memory never refuses). Goal at 10,000 x 1,024: <= 5 s and <= 200 MB per plan.
 //
@@ -114,6 +115,26 @@ void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
   run(state, embplan::basic_neuroshard_ls_planner<embplan::neural_cost>(model, searcher, {}, {}));
 }
 
+// The same planners behind the stage that replicates small tables as
+// data-parallel copies and splits a table that fits no device by rows
+// (rowwise/split.hpp): what `plan --data-parallel auto --planner rowwise_<p>`
+// runs.
+template <class Planner>
+embplan::rowwise_planner_of<Planner> staged(const Planner& p) {
+  return {p.cost(),
+          {.inner = p.searcher(), .split_rows = true, .data_parallel = {.enabled = true}},
+          p.rule(),
+          p.scorer()};
+}
+
+void bm_torchrec_data_parallel(benchmark::State& state) {
+  run(state, staged(embplan::torchrec_planner{}));
+}
+
+void bm_neuroshard_ls_data_parallel(benchmark::State& state) {
+  run(state, staged(embplan::neuroshard_ls_planner{}));
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"tables", "devices"});
   // 500 x 8 and 5,384 x 1,024: the two cases TorchRec's planner users report
@@ -183,5 +204,7 @@ BENCHMARK(bm_torchrec)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_learned)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_learned_2threads)->Apply(sizes);
+BENCHMARK(bm_torchrec_data_parallel)->Apply(sizes);
+BENCHMARK(bm_neuroshard_ls_data_parallel)->Apply(sizes);
 
 BENCHMARK_MAIN();

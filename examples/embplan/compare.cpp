@@ -79,6 +79,7 @@ struct judging {
   std::size_t rounds = 1;  // interleaved measurements per plan (measured meter)
   std::size_t baseline =
       std::numeric_limits<std::size_t>::max();  // index of the planner the ratios are to, if any
+  embplan::rowwise::data_parallel_options data_parallel{};  // --data-parallel auto: enabled
 };
 
 // Runs each planner on each task (seed = task index, so planners see the same
@@ -126,7 +127,8 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
     planned.clear();
     for (std::size_t p = 0; p < np; ++p) {
       auto& s = out[p];
-      auto result = run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm);
+      auto result = run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm, {},
+                                how.data_parallel);
       s.mean_sharding_ms += result.search_ms / double(n);
       s.cache_lookups += result.cache_lookups;
       s.cache_hits += result.cache_hits;
@@ -288,6 +290,7 @@ struct compare_args {
   bool optimum = false;                  // also each task's optimum table-wise plan (exact search)
   std::string baseline;                  // the ratios' denominator; empty: torchrec where it runs
   std::size_t rounds = 1;                // interleaved measurements per plan (--meter measured)
+  std::string data_parallel = "none";    // auto: every planner replicates small tables first
   bool quiet = false;
   std::shared_ptr<const program_meter> own{};  // the program's own meter, if any
 };
@@ -351,6 +354,7 @@ int run_compare(const compare_args& a) {
     names.push_back(parse_planner(n, "--planners"));
   check_meter(a.meter, /*dreamshard=*/true);
   check_output_path("--json", a.json);
+  check_none_or_auto("--data-parallel", a.data_parallel);
   for (const auto d : a.devices)
     check_devices(d);
   for (const auto m : a.max_dims)
@@ -430,6 +434,11 @@ int run_compare(const compare_args& a) {
             << "\ntasks from: " << source.text << "\n";
   if (dreamshard) std::cout << "dreamshard policy: " << pm.policy_text << '\n';
   if (autoshard) std::cout << "autoshard policy: " << pm.autoshard_text << '\n';
+  if (a.data_parallel == "auto") {
+    std::cout << "data-parallel: auto (every planner first replicates the tables cheaper as "
+                 "data-parallel copies)\n";
+  }
+  report["data_parallel"] = a.data_parallel;
   print_wrapped(std::cout,
                 "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms), the mean over "
                 "the tasks; \"(n/N)\": the planner found a plan for n of the N tasks only (the "
@@ -445,7 +454,9 @@ int run_compare(const compare_args& a) {
   std::size_t no_device = 0;
   // The planner the ratios are to: --baseline, else torchrec if it runs.
   const std::string baseline = a.baseline.empty() ? "torchrec" : a.baseline;
-  judging how{.optimum = a.optimum, .rounds = a.rounds};
+  judging how{.optimum = a.optimum,
+              .rounds = a.rounds,
+              .data_parallel = {.enabled = a.data_parallel == "auto"}};
   for (std::size_t p = 0; p < names.size(); ++p)
     if (names[p] == baseline) how.baseline = p;
   for (const auto& st : settings) {
@@ -602,6 +613,10 @@ command add_compare(CLI::App& app, std::shared_ptr<const program_meter> own) {
                      std::string(a->own && a->own->measures ? " or " + a->own->name : "") +
                      ": measurements per plan, interleaved with the task's other plans",
                  1, 1000)
+      ->capture_default_str();
+  sub->add_option("--data-parallel", a->data_parallel,
+                  "none (default); auto: every planner first replicates the tables cheaper as "
+                  "data-parallel copies (as plan --data-parallel auto)")
       ->capture_default_str();
   add_quiet_option(sub, a->quiet);
   return {sub, [a] { return run_compare(*a); }};

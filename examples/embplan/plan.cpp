@@ -46,13 +46,14 @@ struct plan_args {
   std::string torchrec;
   std::string trace;
   std::string json;
-  std::string model;             // empty: the bundled learned model
-  std::string policy;            // empty: the bundled DreamShard policy
-  std::string autoshard_policy;  // empty: the bundled AutoShard policy
-  std::string constraints;       // empty: no user constraints (issue 24)
-  std::string check;             // a plan file to re-validate instead of planning
-  std::string tiers = "none";    // "auto": choose_tiers before planning (issue 24)
-  bool no_report = false;        // text output without the plan report's sections
+  std::string model;                   // empty: the bundled learned model
+  std::string policy;                  // empty: the bundled DreamShard policy
+  std::string autoshard_policy;        // empty: the bundled AutoShard policy
+  std::string constraints;             // empty: no user constraints (issue 24)
+  std::string check;                   // a plan file to re-validate instead of planning
+  std::string tiers = "none";          // "auto": choose_tiers before planning (issue 24)
+  std::string data_parallel = "none";  // "auto": small tables replicated (rowwise/split.hpp)
+  bool no_report = false;              // text output without the plan report's sections
   meter_args meter;
 };
 
@@ -61,8 +62,10 @@ std::string device_name(const embplan::task& t, std::size_t d) {
   return name.empty() ? std::to_string(d) : name;
 }
 
-// "whole", "columns [0, 16)", "rows [0, 500000)", "replica rows [0, 10)".
+// "whole", "columns [0, 16)", "rows [0, 500000)", "replica rows [0, 10)",
+// "data-parallel copy".
 std::string piece_text(const embplan::task& t, const embplan::shard& s) {
+  if (s.data_parallel) return "data-parallel copy";
   const auto& spec = t.tables[s.table];
   const bool all_rows = s.row_begin == 0 && s.row_end == spec.rows;
   const bool all_cols = s.col_begin == 0 && s.col_end == spec.dim;
@@ -317,12 +320,6 @@ struct loaded_rules {
   std::vector<embplan::tier_move> tier_moves;
 };
 
-void check_tiers(const std::string& tiers) {
-  if (tiers != "none" && tiers != "auto") {
-    embplan::detail::fail("--tiers", tiers, "\"none\" or \"auto\"");
-  }
-}
-
 loaded_rules load_rules(const plan_args& a, embplan::task& t) {
   loaded_rules out;
   std::vector<bool> tiered(t.tables.size(), false);
@@ -372,9 +369,9 @@ void recheck(const embplan::task& t, const embplan::plan& p, const embplan::tabl
 // planner and seed it records. Every problem printed; exit_plan_rejected
 // where there is one.
 int run_check(const plan_args& a, const CLI::App& sub) {
-  check_tiers(a.tiers);
-  for (const char* flag :
-       {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json", "--no-report"}) {
+  check_none_or_auto("--tiers", a.tiers);
+  for (const char* flag : {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json",
+                           "--no-report", "--data-parallel"}) {
     if (sub.count(flag) > 0) {
       embplan::detail::fail(flag, "given",
                             "no " + std::string(flag) +
@@ -450,7 +447,12 @@ int run_plan(const plan_args& a) {
   check_output_path("--torchrec", a.torchrec);
   check_output_path("--trace", a.trace);
   check_output_path("--json", a.json);
-  check_tiers(a.tiers);
+  check_none_or_auto("--tiers", a.tiers);
+  check_none_or_auto("--data-parallel", a.data_parallel);
+  const embplan::rowwise::data_parallel_options data_parallel{.enabled = a.data_parallel == "auto"};
+  // What the plan records and hashes as its planner: a data-parallel stage
+  // plans otherwise, so it is part of the name.
+  const std::string made_by = planner + (data_parallel.enabled ? "+data_parallel" : "");
   auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
   const auto [rules, tier_moves] = load_rules(a, t);
@@ -475,13 +477,13 @@ int run_plan(const plan_args& a) {
   // the planning model's simulation instead.
   const auto piece_meter = measured ? meter_of({}, pm) : meter_choice{meter, meter_text};
 
-  const auto result = run_planner(planner, t, a.seed, pm, rules);
+  const auto result = run_planner(planner, t, a.seed, pm, rules, data_parallel);
   if (!result.ok) {
     throw embplan::error("planner '" + planner +
                          "' found no plan: " + failure_text(planner, result.failure, t));
   }
   if (!rules.empty()) recheck(t, result.placement, rules, a.constraints);
-  const auto made = embplan::provenance_of(t, planner, a.seed);
+  const auto made = embplan::provenance_of(t, made_by, a.seed);
 
   // Under mpirun with one rank per device, --meter measured times the
   // all-to-all for real (bench/mpi/plan_meter.hpp); rank 0 reports.
@@ -507,7 +509,7 @@ int run_plan(const plan_args& a) {
   const auto rep = embplan::plan_report_of(t, result.placement, cost, piece_meter.meter);
 
   std::cout << "task '" << t.name << "': " << t.tables.size() << " tables on " << t.cluster.size()
-            << " devices, planner " << planner << " (search " << fixed(result.search_ms, 3)
+            << " devices, planner " << made_by << " (search " << fixed(result.search_ms, 3)
             << " ms), seed " << a.seed << "\ncontent hash: " << embplan::hash_hex(made.content_hash)
             << " of (task, planner, seed), embplan " << made.version << "\nmeter: " << a.meter.name
             << ", " << used_meter_text << "\nplanning model: " << pm.text << '\n';
@@ -523,7 +525,7 @@ int run_plan(const plan_args& a) {
   // Per table: where each piece went, its cost alone and its bytes.
   nlohmann::json report;
   report["task"] = t.name;
-  report["planner"] = planner;
+  report["planner"] = made_by;
   report["seed"] = a.seed;
   report["content_hash"] = embplan::hash_hex(made.content_hash);
   report["embplan_version"] = made.version;
@@ -552,6 +554,7 @@ int run_plan(const plan_args& a) {
   bool split_cols = false;
   bool split_rows = false;
   bool replicas = false;
+  bool copies = false;
   for (const auto* s : by_table(result.placement)) {
     const auto& spec = t.tables[s->table];
     const auto& priced = rep.pieces[static_cast<std::size_t>(s - result.placement.shards.data())];
@@ -561,6 +564,7 @@ int run_plan(const plan_args& a) {
     split_cols = split_cols || s->cols() != spec.dim;
     split_rows = split_rows || (!s->replica && s->rows() != spec.rows);
     replicas = replicas || s->replica;
+    copies = copies || s->data_parallel;
     tables.add({std::to_string(s->table), spec.name.empty() ? "-" : spec.name,
                 std::string(rep.tables[s->table].sharding), piece, device_name(t, s->device),
                 fixed(piece_ms, 3), bytes_text(bytes)});
@@ -581,6 +585,11 @@ int run_plan(const plan_args& a) {
   if (split_cols) legend += " columns [a, b): a piece of a table split by columns.";
   if (split_rows) legend += " rows [a, b): row-wise shards of a table split by rows.";
   if (replicas) legend += " replica: a copy of a table's hot rows.";
+  if (copies) {
+    legend +=
+        " data-parallel copy: the whole table on every device, each looking up its device's "
+        "share of the batch; their gradients' all-reduce is in bwd comm.";
+  }
   print_wrapped(std::cout, legend);
   std::cout << '\n';
 
@@ -669,12 +678,17 @@ command add_plan(CLI::App& app) {
   add_autoshard_policy_option(sub, a->autoshard_policy);
   sub->add_option("--constraints", a->constraints,
                   "user constraints JSON: per table allowed devices/hosts, sharding kinds, "
-                  "max_shards, dtype, tier; co-location and anti-affinity groups (README, "
+                  "min/max_shards, dtype, tier; co-location and anti-affinity groups (README, "
                   "Constraints)");
   sub->add_option("--tiers", a->tiers,
                   "none (default): every table in the tier the task and --constraints give; "
                   "auto: while the tables do not fit 90% of the cluster's HBM, move tables to "
                   "uvm_caching or host, least added analytic cost per HBM byte freed first");
+  sub->add_option("--data-parallel", a->data_parallel,
+                  "none (default); auto: first replicate, as data-parallel copies on every "
+                  "device, the tables cheaper so than placed whole (their all-to-all against "
+                  "their gradient all-reduce; copies within 10% of device memory), then plan "
+                  "the rest (README, Sharding types)");
   add_meter_options(sub, a->meter);
   return {sub, [a, sub] { return a->check.empty() ? run_plan(*a) : run_check(*a, *sub); }};
 }

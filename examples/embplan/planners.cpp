@@ -27,8 +27,9 @@ bool is_preset(std::string_view name) {
 template <class Model>
 planned run_with(const std::string& name, const embplan::task& t, std::uint64_t seed,
                  const Model& model, const embplan::preset_models& models,
-                 const embplan::table_rules& rules) {
-  auto r = embplan::run_preset(name, t, seed, model, models, rules);
+                 const embplan::table_rules& rules,
+                 const embplan::rowwise::data_parallel_options& data_parallel) {
+  auto r = embplan::run_preset(name, t, seed, model, models, rules, data_parallel);
   planned out;
   out.ok = r.ok;
   out.failure = std::move(r.failure);
@@ -80,8 +81,14 @@ bool is_autoshard(std::string_view name) {
   return name == "autoshard" || name == std::string(rowwise_prefix) + "autoshard";
 }
 
+void check_none_or_auto(std::string_view flag, const std::string& value) {
+  if (value != "none" && value != "auto")
+    embplan::detail::fail(flag, value, "\"none\" or \"auto\"");
+}
+
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
-                    const planning_model& pm, const embplan::table_rules& rules) {
+                    const planning_model& pm, const embplan::table_rules& rules,
+                    const embplan::rowwise::data_parallel_options& data_parallel) {
   // Without a policy only its planner fails; the reason names the paths tried.
   if (is_dreamshard(name) && !pm.policy) {
     planned out;
@@ -96,8 +103,8 @@ planned run_planner(const std::string& name, const embplan::task& t, std::uint64
   const embplan::preset_models models{
       .dreamshard = pm.policy ? embplan::dreamshard_preset(*pm.policy) : embplan::preset_fn{},
       .autoshard = pm.autoshard ? embplan::autoshard_preset(*pm.autoshard) : embplan::preset_fn{}};
-  if (pm.compute) return run_with(name, t, seed, *pm.compute, models, rules);
-  return run_with(name, t, seed, embplan::analytic_cost{}, models, rules);
+  if (pm.compute) return run_with(name, t, seed, *pm.compute, models, rules, data_parallel);
+  return run_with(name, t, seed, embplan::analytic_cost{}, models, rules, data_parallel);
 }
 
 std::size_t oversized_tables(const embplan::task& t) {

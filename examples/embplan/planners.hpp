@@ -11,6 +11,7 @@
 #include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/rowwise/split.hpp"
 #include "models.hpp"
 
 namespace embplan_cli {
@@ -44,8 +45,14 @@ struct planned {
 // search on the planning model, dreamshard places with pm.policy (where that
 // is null, a failure saying why) (embplan::run_preset).
 // `rules`: the user's constraints (plan --constraints), empty by default.
+// `data_parallel`: small tables replicated first (--data-parallel auto).
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
-                    const planning_model& pm, const embplan::table_rules& rules = {});
+                    const planning_model& pm, const embplan::table_rules& rules = {},
+                    const embplan::rowwise::data_parallel_options& data_parallel = {});
+
+// "none" or "auto" for `flag` (--tiers, --data-parallel), else an error naming
+// the flag and the value.
+void check_none_or_auto(std::string_view flag, const std::string& value);
 
 // The tables of `t` larger than the memory of every device: what the
 // rowwise_ planners split by rows, and every other planner fails on.

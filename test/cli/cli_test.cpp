@@ -2212,3 +2212,79 @@ TEST_CASE("plan --tiers auto: a task too big for HBM plans with tables moved off
   // --tiers takes none or auto.
   CHECK(run("plan --task " + task.string() + " --tiers some").code != 0);
 }
+
+TEST_CASE("plan --data-parallel auto: small tables copied to every device, checked and exported") {
+  // Four devices; s0-s2 have 64 rows (cheaper as copies than in the all-to-all), big0-big4
+  // 400,000 rows (their gradients would take longer to all-reduce than their columns to send).
+  const auto task = scratch() / "dp-task.json";
+  write(task, R"({"name": "dp",
+                  "tables": [{"name": "s0", "rows": 64, "dim": 32, "pooling_factor": 20},
+                             {"name": "s1", "rows": 64, "dim": 16, "pooling_factor": 20},
+                             {"name": "s2", "rows": 64, "dim": 32, "pooling_factor": 5},
+                             {"name": "big0", "rows": 400000, "dim": 64, "pooling_factor": 8},
+                             {"name": "big1", "rows": 400000, "dim": 32, "pooling_factor": 8},
+                             {"name": "big2", "rows": 400000, "dim": 16, "pooling_factor": 8},
+                             {"name": "big3", "rows": 400000, "dim": 64, "pooling_factor": 4},
+                             {"name": "big4", "rows": 400000, "dim": 32, "pooling_factor": 4}],
+                  "cluster": {"count": 4}})");
+  const auto plan = scratch() / "dp-plan.json";
+  const auto report = scratch() / "dp-report.json";
+  const auto tr = scratch() / "dp-torchrec.json";
+  const std::string common = " --task " + task.string() + " --planner torchrec --model none";
+  const auto r = run("plan" + common + " --data-parallel auto --out " + plan.string() + " --json " +
+                     report.string() + " --torchrec " + tr.string());
+  INFO(r.out, r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("planner torchrec+data_parallel") != std::string::npos);
+  CHECK(r.out.find("data-parallel copy") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(report));
+  CHECK(j.at("planner") == "torchrec+data_parallel");
+  std::map<std::string, std::size_t> copies;
+  for (const auto& row : j.at("tables"))
+    if (row.at("sharding") == "data_parallel") ++copies[row.at("name").get<std::string>()];
+  CHECK(copies == std::map<std::string, std::size_t>{{"s0", 4}, {"s1", 4}, {"s2", 4}});
+  const auto exported = nlohmann::json::parse(slurp(tr));
+  CHECK(exported.at("s0").at("sharding_type") == "data_parallel");
+  CHECK(exported.at("big0").at("sharding_type") != "data_parallel");
+  // Cheaper than the same planner without copies, under the same meter.
+  const auto plain = run("plan" + common + " --json " + (scratch() / "dp-plain.json").string());
+  REQUIRE(plain.code == 0);
+  const auto p = nlohmann::json::parse(slurp(scratch() / "dp-plain.json"));
+  CHECK(j.at("cost_ms").get<double>() < p.at("cost_ms").get<double>());
+  // The plan checks, hash included; --data-parallel is a planning flag.
+  auto c = run("plan --check " + plan.string() + " --task " + task.string());
+  INFO(c.out, c.err);
+  CHECK(c.code == 0);
+  CHECK(c.out.find("content hash: recorded") != std::string::npos);
+  CHECK(c.out.find("match") != std::string::npos);
+  c = run("plan --check " + plan.string() + " --task " + task.string() + " --data-parallel auto");
+  CHECK(c.code == 2);
+  CHECK(c.err.find("'--data-parallel'") != std::string::npos);
+  // A copy taken away: --check names the table and the device without one.
+  auto broken = nlohmann::json::parse(slurp(plan));
+  auto& shards = broken.at("shards");
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    if (shards[i].value("data_parallel", false)) {
+      shards.erase(i);
+      break;
+    }
+  }
+  const auto bad = scratch() / "dp-broken.json";
+  write(bad, broken.dump());
+  c = run("plan --check " + bad.string() + " --task " + task.string());
+  CHECK(c.code == 3);
+  CHECK(c.out.find("expected one data-parallel copy on every device, but device") !=
+        std::string::npos);
+  // --data-parallel takes none or auto, in plan and in compare.
+  c = run("plan" + common + " --data-parallel some");
+  CHECK(c.code == 2);
+  CHECK(c.err.find("'--data-parallel' = \"some\"") != std::string::npos);
+  c = run("compare --count 1 --devices 4 --max-dim 16 --planners torchrec --data-parallel x");
+  CHECK(c.code == 2);
+  c =
+      run("compare --count 2 --devices 4 --max-dim 16 --planners torchrec,neuroshard_plus "
+          "--model none --data-parallel auto");
+  INFO(c.out, c.err);
+  CHECK(c.code == 0);
+  CHECK(c.out.find("data-parallel: auto") != std::string::npos);
+}
