@@ -55,6 +55,7 @@
 // every device: what they cost is the same wherever the rest goes).
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -62,6 +63,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -69,6 +71,7 @@
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/concepts/reward.hpp"
 #include "embplan/concepts/searcher.hpp"
+#include "embplan/constraint/all_of.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
@@ -302,14 +305,22 @@ class in_full_task {
  public:
   in_full_task(const Constraint& rule, const task& full, std::span<const std::size_t> index,
                std::span<const std::int32_t> offset, const placement_state& base) noexcept
-      : rule_(&rule), full_(&full), index_(index), offset_(offset), base_(&base) {}
+      : rule_(&rule)
+      , full_(&full)
+      , index_(index)
+      , offset_(offset)
+      , base_(&base)
+      , same_in_sub_task_(same_in_sub_task(rule)) {}
 
-  bool admits(const task&, const placement_state& st, const shard& s) const {
+  bool admits(const task& sub, const placement_state& st, const shard& s) const {
+    if (same_in_sub_task_) return static_cast<bool>(rule_->admits(sub, st, s));
     return static_cast<bool>(rule_->admits(*full_, combined(st), translated(s)));
   }
   // The bytes of a sub-task shard are those of the same block of the full
   // task's table (the sub-task's tables are copies).
-  bool admits(const task&, const placement_state& st, const shard& s, std::uint64_t bytes) const {
+  bool admits(const task& sub, const placement_state& st, const shard& s,
+              std::uint64_t bytes) const {
+    if (same_in_sub_task_) return admits_with_bytes(*rule_, sub, st, s, bytes);
     return admits_with_bytes(*rule_, *full_, combined(st), translated(s), bytes);
   }
   std::string describe() const { return std::string(rule_->describe()); }
@@ -322,6 +333,20 @@ class in_full_task {
   }
 
  private:
+  // Whether `rule` answers a sub-task question as it answers the translated
+  // one, so that admits() may skip the translation (combined() copies the
+  // whole device state, O(devices + tables) a question): default_constraint
+  // with no user rules, whose memory capacity and column multiple read only
+  // the shard's block and its device's memory (the sub-task's capacities are
+  // what the row shards and copies left free).
+  static bool same_in_sub_task(const Constraint& rule) noexcept {
+    if constexpr (std::same_as<Constraint, default_constraint>) {
+      return std::get<2>(rule.parts()).empty();
+    } else {
+      return false;
+    }
+  }
+
   shard translated(shard s) const noexcept {
     const std::int32_t shift = offset_[s.table];
     s.table = static_cast<std::uint32_t>(index_[s.table]);
@@ -351,6 +376,7 @@ class in_full_task {
   std::span<const std::size_t> index_;
   std::span<const std::int32_t> offset_;
   const placement_state* base_;
+  bool same_in_sub_task_;
 };
 
 }  // namespace detail
