@@ -34,16 +34,21 @@
 // (cost/collectives.hpp). Which ones:
 //  - forced: a table in hbm that no device admits whole while the rule admits
 //    a copy on every device (the user allows it data_parallel only);
-//  - by cost: a table in hbm whose copies cost each device less than placing
-//    it whole would, once balanced:
+//  - by cost: candidates are the tables in hbm whose copies cost each device
+//    less than placing them whole would, once balanced:
 //      whole: shard_cost(whole table) / D + dim x all_to_all_column_ms
 //      copies: shard_cost(one copy) + all_reduce_ms(its gradient) minus the
 //              collective's start-up (paid once for all the tables)
-//    taken by saving per byte (ties: the lower index) while the copies keep
-//    within memory_fraction of the smallest device memory and the rule admits
-//    all of them; if the savings taken do not cover one all-reduce start-up,
-//    none is. Shard costs come from the searcher's model where its unit is
-//    ms, else from analytic_cost (a heuristic's score is not time).
+//    tried by that saving per byte (ties: the lower index); one is taken if
+//    it lowers the estimate of the plan's cost with set S replicated,
+//      max(costliest table placed whole, sum of them / D)
+//        + sum of the copies' costs + the whole tables' dims x column_ms
+//        + all_reduce_ms(the copies' gradients)
+//    (the compute bound matters where one big table makes the plan: copies
+//    then add to its device what placed whole they would not), the copies
+//    keep within memory_fraction of the smallest device memory and the rule
+//    admits all of them. Shard costs come from the searcher's model where its
+//    unit is ms, else from analytic_cost (a heuristic's score is not time).
 // Tables with a minimum piece count (min_shards_of(rule, table) > 1, the
 // user's min_shards) are cut into that many column blocks of multiples of 4
 // (as equal as they can be) before the inner searcher runs, each block a
@@ -214,55 +219,88 @@ void choose_data_parallel(const task& t, const CostModel& model, const Constrain
   };
   const double column_ms = all_to_all_column_ms(t.cluster, t.batch_size);
   const double latency = t.cluster.collective_latency_ms;
+  const auto d_count = static_cast<double>(devices);
+  // What the plan would cost with set S replicated (the header comment):
+  // the inner searcher's tables at their lower bound, the copies on every
+  // device, the columns left in the all-to-all and one all-reduce.
+  std::vector<double> whole(t.tables.size(), 0.0);
+  std::vector<std::size_t> by_whole;  // the tables the inner searcher places, costliest first
+  double sum_whole = 0.0;
+  std::int64_t sum_dim = 0;
+  double copies_ms = 0.0;
+  std::uint64_t gradient_bytes = 0;
   struct candidate {
     std::size_t table;
-    double saving;  // ms per device
+    double saving;  // ms per device, balanced
     std::uint64_t bytes;
+    double copy_ms;
   };
   std::vector<candidate> by_cost;
   for (std::size_t i = 0; i < t.tables.size(); ++i) {
     const auto& spec = t.tables[i];
-    if (spec.placement.tier != memory_tier::hbm) continue;
+    const bool in_hbm = spec.placement.tier == memory_tier::hbm;
     bool fits = false;
     for (std::size_t d = 0; d < devices && !fits; ++d)
       fits = rule.admits(t, empty, whole_table(t, i, d));
     if (!fits) {  // forced: copies or nothing (then the row split or the inner searcher)
-      placed[i] = place_copies(t, st, i, rule, copies) ? 1 : 0;
+      if (in_hbm && place_copies(t, st, i, rule, copies)) {
+        placed[i] = 1;
+        copies_ms += price(data_parallel_copy(t, i, 0));
+        gradient_bytes += data_parallel_gradient_bytes(spec);
+      }
       continue;
     }
-    const double whole = price(whole_table(t, i, 0)) / static_cast<double>(devices) +
-                         static_cast<double>(spec.dim) * column_ms;
-    const double copy = price(data_parallel_copy(t, i, 0)) +
-                        all_reduce_ms(t.cluster, data_parallel_gradient_bytes(spec)) - latency;
-    if (copy < whole) by_cost.push_back({i, whole - copy, table_bytes(spec, t.optimizer_state)});
+    whole[i] = price(whole_table(t, i, 0));
+    by_whole.push_back(i);
+    sum_whole += whole[i];
+    sum_dim += spec.dim;
+    if (!in_hbm) continue;
+    const double copy = price(data_parallel_copy(t, i, 0));
+    const double saving = whole[i] / d_count + static_cast<double>(spec.dim) * column_ms - copy -
+                          (all_reduce_ms(t.cluster, data_parallel_gradient_bytes(spec)) - latency);
+    if (saving > 0.0) by_cost.push_back({i, saving, table_bytes(spec, t.optimizer_state), copy});
   }
+  std::stable_sort(by_whole.begin(), by_whole.end(),
+                   [&](std::size_t a, std::size_t b) { return whole[a] > whole[b]; });
   std::stable_sort(by_cost.begin(), by_cost.end(), [](const candidate& a, const candidate& b) {
     // saving / bytes, descending, without dividing (bytes > 0)
     return a.saving * static_cast<double>(b.bytes) > b.saving * static_cast<double>(a.bytes);
   });
+  std::vector<std::uint8_t> taken(t.tables.size(), 0);
+  std::size_t top = 0;  // by_whole[top]: the costliest table not taken
+  const auto plan_ms = [&](double whole_ms, std::int64_t dims, double copy_ms, std::uint64_t bytes,
+                           std::size_t without) {
+    std::size_t k = top;
+    while (k < by_whole.size() && (taken[by_whole[k]] != 0 || by_whole[k] == without))
+      ++k;
+    const double largest = k < by_whole.size() ? whole[by_whole[k]] : 0.0;
+    return std::max(largest, whole_ms / d_count) + copy_ms + static_cast<double>(dims) * column_ms +
+           all_reduce_ms(t.cluster, bytes);
+  };
   std::uint64_t smallest = t.cluster.devices.front().memory_bytes;
   for (const auto& d : t.cluster.devices)
     smallest = std::min(smallest, d.memory_bytes);
   const auto budget = static_cast<std::uint64_t>(o.memory_fraction * static_cast<double>(smallest));
-  const placement_state before = st;
-  const std::size_t copies_before = copies.size();
-  std::vector<std::size_t> taken;
   std::uint64_t used = 0;
-  double saved = 0.0;
   for (const auto& c : by_cost) {
     if (c.bytes > budget - used) continue;
+    const auto& spec = t.tables[c.table];
+    const std::uint64_t grad = data_parallel_gradient_bytes(spec);
+    const double now = plan_ms(sum_whole, sum_dim, copies_ms, gradient_bytes, t.tables.size());
+    const double then = plan_ms(sum_whole - whole[c.table], sum_dim - spec.dim,
+                                copies_ms + c.copy_ms, gradient_bytes + grad, c.table);
+    if (!(then < now)) continue;
     if (!place_copies(t, st, c.table, rule, copies)) continue;
     used += c.bytes;
-    saved += c.saving;
-    taken.push_back(c.table);
+    taken[c.table] = 1;
+    placed[c.table] = 1;
+    sum_whole -= whole[c.table];
+    sum_dim -= spec.dim;
+    copies_ms += c.copy_ms;
+    gradient_bytes += grad;
+    while (top < by_whole.size() && taken[by_whole[top]] != 0)
+      ++top;
   }
-  if (saved <= latency) {  // not worth one all-reduce
-    st = before;
-    copies.resize(copies_before);
-    return;
-  }
-  for (const auto i : taken)
-    placed[i] = 1;
 }
 
 // Column blocks [begin, end) cutting `dim` columns into `count` pieces of
