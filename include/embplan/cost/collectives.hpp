@@ -25,6 +25,7 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
+#include "embplan/cost/analytic.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -39,8 +40,8 @@ inline double all_reduce_ms(const topology& topo, std::uint64_t bytes) noexcept 
   const std::size_t hosts = (n + per_host - 1) / per_host;
   const double b = static_cast<double>(bytes);
   const double h = static_cast<double>(per_host);
-  const double intra_bpms = topo.intra_host_bandwidth_gbps * 1e6;  // bytes per ms
-  const double inter_bpms = topo.inter_host_bandwidth_gbps * 1e6;
+  const double intra_bpms = topo.intra_host_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
+  const double inter_bpms = topo.inter_host_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
   if (hosts == 1) return topo.collective_latency_ms + 2.0 * (h - 1.0) / h * b / intra_bpms;
   const double big_h = static_cast<double>(hosts);
   return topo.collective_latency_ms + 2.0 * (h - 1.0) / h * b / intra_bpms +
@@ -59,7 +60,8 @@ inline double all_to_all_column_ms(const topology& topo, std::int64_t batch) noe
   const auto per_host = static_cast<std::size_t>(std::max<std::int32_t>(topo.devices_per_host, 1));
   const double bandwidth =
       n > per_host ? topo.inter_host_bandwidth_gbps : topo.intra_host_bandwidth_gbps;
-  return 2.0 * static_cast<double>(batch) / static_cast<double>(n) * 4.0 / (bandwidth * 1e6);
+  return 2.0 * static_cast<double>(batch) / static_cast<double>(n) * cost::detail::pooled_bytes /
+         (bandwidth * cost::detail::bytes_per_ms_per_gbps);
 }
 
 // The gradient bytes of plan p's data-parallel tables, each table once

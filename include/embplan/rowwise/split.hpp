@@ -202,14 +202,29 @@ bool place_copies(const task& t, placement_state& st, std::size_t ti, const Cons
   return true;
 }
 
-// The tables to replicate (see the header comment), their copies placed in
-// `st` and appended to `copies`; `placed[i]` set for each.
-template <cost_model CostModel, constraint Constraint>
-void choose_data_parallel(const task& t, const CostModel& model, const Constraint& rule,
-                          const data_parallel_options& o, placement_state& st,
-                          std::vector<shard>& copies, std::vector<std::uint8_t>& placed) {
+// Per table: whether `rule` admits it whole on some device of an empty
+// cluster (a table that fits no device is replicated if it must, or split by
+// rows).
+template <constraint Constraint>
+std::vector<std::uint8_t> fits_whole(const task& t, const Constraint& rule) {
   const std::size_t devices = t.cluster.size();
   const placement_state empty(devices);
+  std::vector<std::uint8_t> out(t.tables.size(), 0);
+  for (std::size_t i = 0; i < t.tables.size(); ++i)
+    for (std::size_t d = 0; d < devices && out[i] == 0; ++d)
+      out[i] = rule.admits(t, empty, whole_table(t, i, d)) ? 1 : 0;
+  return out;
+}
+
+// The tables to replicate (see the header comment), their copies placed in
+// `st` and appended to `copies`; `placed[i]` set for each. fits[i]:
+// fits_whole's answer for table i.
+template <cost_model CostModel, constraint Constraint>
+void choose_data_parallel(const task& t, const CostModel& model, const Constraint& rule,
+                          const data_parallel_options& o, std::span<const std::uint8_t> fits,
+                          placement_state& st, std::vector<shard>& copies,
+                          std::vector<std::uint8_t>& placed) {
+  const std::size_t devices = t.cluster.size();
   const auto price = [&](const shard& s) {
     if constexpr (cost_unit_of<CostModel> == cost_unit::ms) {
       return static_cast<double>(model.shard_cost(t, s));
@@ -239,10 +254,7 @@ void choose_data_parallel(const task& t, const CostModel& model, const Constrain
   for (std::size_t i = 0; i < t.tables.size(); ++i) {
     const auto& spec = t.tables[i];
     const bool in_hbm = spec.placement.tier == memory_tier::hbm;
-    bool fits = false;
-    for (std::size_t d = 0; d < devices && !fits; ++d)
-      fits = rule.admits(t, empty, whole_table(t, i, d));
-    if (!fits) {  // forced: copies or nothing (then the row split or the inner searcher)
+    if (fits[i] == 0) {  // forced: copies or nothing (then the row split or the inner searcher)
       if (in_hbm && place_copies(t, st, i, rule, copies)) {
         placed[i] = 1;
         copies_ms += price(data_parallel_copy(t, i, 0));
@@ -436,22 +448,22 @@ struct split_oversized {
                        const Reward& score, std::uint64_t seed) const {
     data_parallel.validate();
     const std::size_t devices = t.cluster.size();
-    const placement_state empty(devices);
     search_result out;
     placement_state st(devices);
     std::vector<std::uint8_t> replicated(t.tables.size(), 0);
-    if (data_parallel.enabled && devices > 1) {
-      detail::choose_data_parallel(t, model, rule, data_parallel, st, out.placement.shards,
+    const bool replicating = data_parallel.enabled && devices > 1;
+    // Asked once for both stages; with neither, every table goes to `inner`.
+    const auto fits = split_rows || replicating ? detail::fits_whole(t, rule)
+                                                : std::vector<std::uint8_t>(t.tables.size(), 1);
+    if (replicating) {
+      detail::choose_data_parallel(t, model, rule, data_parallel, fits, st, out.placement.shards,
                                    replicated);
     }
     std::vector<std::size_t> oversized;
     std::vector<std::size_t> rest;
     for (std::size_t i = 0; i < t.tables.size(); ++i) {
       if (replicated[i] != 0) continue;
-      bool fits = !split_rows;
-      for (std::size_t d = 0; d < devices && !fits; ++d)
-        fits = rule.admits(t, empty, whole_table(t, i, d));
-      (fits ? rest : oversized).push_back(i);
+      (!split_rows || fits[i] != 0 ? rest : oversized).push_back(i);
     }
     // Tables the rule wants in at least two pieces (min_shards_of), cut into
     // that many column blocks for the inner searcher.
