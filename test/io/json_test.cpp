@@ -424,14 +424,14 @@ TEST_CASE("tasks round trip through JSON") {
 
 TEST_CASE("task conveniences: uniform clusters, memory_gib, defaults") {
   json j = task_json();
-  j["cluster"] = {{"count", 3},
+  j["cluster"] = {{"count", 4},
                   {"devices_per_host", 2},
                   {"device", {{"memory_gib", 1.5}, {"memory_bandwidth_gbps", 900}}}};
   const auto t = io::task_from_json(j);
   CHECK(t.name == "demo");
   CHECK(t.batch_size == 65536);
   CHECK(t.optimizer_state == embplan::optimizer::none);
-  REQUIRE(t.cluster.size() == 3);
+  REQUIRE(t.cluster.size() == 4);
   CHECK(t.cluster.devices_per_host == 2);
   CHECK(t.cluster.devices[2].name == "cuda:2");
   CHECK(t.cluster.devices[2].memory_bytes == 3 * embplan::gib / 2);

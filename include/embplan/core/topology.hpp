@@ -1,6 +1,7 @@
 #pragma once
 // Devices and the links between them. Devices may differ in memory and
-// bandwidth; hosts group devices_per_host consecutive devices.
+// bandwidth; hosts group devices_per_host consecutive devices, all hosts full
+// or the devices in one host (validate).
 
 #include <cmath>
 #include <cstdint>
@@ -49,14 +50,25 @@ struct topology {
   friend bool operator==(const topology&, const topology&) = default;
 };
 
-// `count` identical devices.
+// Hosts of up to 8 devices that validate() accepts for `count` devices: 8
+// (the default) where count <= 8 or a multiple of 8, else the largest divisor
+// of count below 8 (12 devices: hosts of 6; a prime count: hosts of 1).
+inline std::int32_t servers_of_8(std::size_t count) noexcept {
+  if (count <= 8 || count % 8 == 0) return 8;
+  std::int32_t per = 7;
+  while (count % static_cast<std::size_t>(per) != 0)
+    --per;
+  return per;
+}
+
+// `count` identical devices; devices_per_host 0: servers_of_8(count).
 inline topology uniform_topology(std::size_t count, device_spec device = {},
-                                 std::int32_t devices_per_host = 8) {
+                                 std::int32_t devices_per_host = 0) {
   topology t;
   t.devices.assign(count, device);
   for (std::size_t i = 0; i < count; ++i)
     t.devices[i].name = "cuda:" + std::to_string(i);
-  t.devices_per_host = devices_per_host;
+  t.devices_per_host = devices_per_host == 0 ? servers_of_8(count) : devices_per_host;
   return t;
 }
 
@@ -76,8 +88,15 @@ inline void validate(const topology& t, std::string_view where = "topology") {
                    "a positive bandwidth");
     }
   }
-  if (t.devices_per_host <= 0) {
-    detail::fail(detail::path(where, "devices_per_host"), t.devices_per_host, "a positive integer");
+  const auto per_host = detail::path(where, "devices_per_host");
+  if (t.devices_per_host <= 0) detail::fail(per_host, t.devices_per_host, "a positive integer");
+  // Hosts are devices_per_host consecutive devices: one host may be partly
+  // filled (4 devices of an 8-GPU server), several must all be full.
+  const auto per = static_cast<std::size_t>(t.devices_per_host);
+  if (t.devices.size() > per && t.devices.size() % per != 0) {
+    detail::fail(per_host, t.devices_per_host,
+                 "a divisor of the " + std::to_string(t.devices.size()) +
+                     " devices (hosts of equal size), or at least their number (one host)");
   }
   if (!std::isfinite(t.intra_host_bandwidth_gbps) || t.intra_host_bandwidth_gbps <= 0.0) {
     detail::fail(detail::path(where, "intra_host_bandwidth_gbps"), t.intra_host_bandwidth_gbps,

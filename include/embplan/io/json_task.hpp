@@ -125,7 +125,9 @@ inline topology topology_from_json(const json& j, std::string_view where) {
     if (const json* device = find(j, "device")) {
       device_fields_from_json(*device, path(where, "device"), false, d);
     }
-    t = uniform_topology(static_cast<std::size_t>(n), d);
+    // Hosts of 8, topology's default, as for listed devices (not uniform_topology's
+    // choice): "devices_per_host", if given, is read below.
+    t = uniform_topology(static_cast<std::size_t>(n), d, topology{}.devices_per_host);
   } else {
     embplan::detail::fail_missing(path(where, "devices"),
                                   "an array of devices, or \"count\" and \"device\"");
