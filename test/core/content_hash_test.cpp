@@ -84,6 +84,7 @@ TEST_CASE("content hash: changes when any field, the planner or the seed changes
       {"memory bandwidth", [](auto& x) { x.cluster.devices[1].memory_bandwidth_gbps = 900.0; }},
       {"cache bandwidth", [](auto& x) { x.cluster.devices[1].cache_bandwidth_gbps = 1.0; }},
       {"cache bytes", [](auto& x) { x.cluster.devices[0].cache_bytes = 0; }},
+      {"host DRAM", [](auto& x) { x.cluster.devices[1].dram_bytes = 1; }},
       {"a device more", [](auto& x) { x.cluster.devices.push_back(x.cluster.devices[0]); }},
       {"devices_per_host", [](auto& x) { x.cluster.devices_per_host = 1; }},
       {"intra-host bandwidth", [](auto& x) { x.cluster.intra_host_bandwidth_gbps = 300.0; }},
@@ -134,4 +135,21 @@ TEST_CASE("content hash: a table's tier counts only off hbm") {
   u.tables[0].placement = {embplan::memory_tier::host, 0.0};
   CHECK(embplan::content_hash(u, "p", 1) != base);
   CHECK(embplan::content_hash(u, "p", 1) != uvm);
+}
+
+TEST_CASE("content hash: a device's host DRAM counts only where it is limited") {
+  auto t = golden_task();
+  for (auto& d : t.cluster.devices)
+    d.dram_bytes = 0;  // not limited: the hash of a task from before dram_bytes
+  CHECK(embplan::hash_hex(embplan::content_hash(t, "lookup_greedy", 7)) == "e95aeef76cfa0a88");
+  t.cluster.devices[0].dram_bytes = 64 * embplan::gib;
+  const auto one = embplan::content_hash(t, "lookup_greedy", 7);
+  // By the independent implementation of the golden value, u64(dram_bytes)
+  // after device 0's cache_bytes.
+  CHECK(embplan::hash_hex(one) == "a7c14d3a4592cfd8");
+  t.cluster.devices[0].dram_bytes = 32 * embplan::gib;
+  CHECK(embplan::content_hash(t, "lookup_greedy", 7) != one);
+  t.cluster.devices[0].dram_bytes = 0;
+  t.cluster.devices[1].dram_bytes = 64 * embplan::gib;  // the same capacity on the other device
+  CHECK(embplan::content_hash(t, "lookup_greedy", 7) != one);
 }

@@ -519,6 +519,65 @@ TEST_CASE("bad tasks name the field and the value") {
                  "field 'tasks' = 3: expected"));
 }
 
+TEST_CASE("a device's host DRAM: dram_bytes or dram_gib, written only where set") {
+  // Not set: not limited, not written, and the task reads back the same.
+  auto t = small_task(5);
+  auto j = io::to_json(t);
+  for (const auto& d : j["cluster"]["devices"]) {
+    CHECK_FALSE(d.contains("dram_bytes"));
+    CHECK_FALSE(d.contains("dram_gib"));
+  }
+  CHECK(io::task_from_json(j).cluster.devices[0].dram_bytes == 0);
+
+  t.cluster.devices[2].dram_bytes = 3 * embplan::gib + 7;
+  j = io::to_json(t);
+  CHECK(j["cluster"]["devices"][2]["dram_bytes"] == 3 * embplan::gib + 7);
+  CHECK_FALSE(j["cluster"]["devices"][1].contains("dram_bytes"));
+  CHECK(io::task_from_json(j) == t);
+  CHECK(io::task_from_json(io::parse_json(j.dump())) == t);
+
+  json g = task_json();
+  g["cluster"] = {{"count", 2}, {"device", {{"dram_gib", 0.5}}}};
+  const auto u = io::task_from_json(g);
+  CHECK(u.cluster.devices[0].dram_bytes == embplan::gib / 2);
+  CHECK(u.cluster.devices[1].dram_bytes == embplan::gib / 2);
+}
+
+TEST_CASE("bad host DRAM and hosts that do not divide the devices name field and value") {
+  auto bad = [](const json& j) { return error_of([&] { (void)io::task_from_json(j); }); };
+  json j = task_json();
+  j["cluster"] = {{"devices", json::array({json::object(), {{"dram_bytes", 0}}})}};
+  CHECK(contains(bad(j),
+                 "field 'task.cluster.devices[1].dram_bytes' = 0: expected a positive size in "
+                 "bytes"));
+  j["cluster"] = {{"devices", json::array({{{"dram_bytes", -1}}})}};
+  CHECK(contains(bad(j), "field 'task.cluster.devices[0].dram_bytes' = -1"));
+  j["cluster"] = {{"count", 2}, {"device", {{"dram_gib", 0}}}};
+  CHECK(contains(bad(j), "field 'task.cluster.device.dram_gib' = 0: expected a positive number"));
+  j["cluster"] = {{"count", 2}, {"device", {{"dram_gib", 1e12}}}};
+  const auto huge = bad(j);
+  CHECK(contains(huge, "field 'task.cluster.device.dram_gib' = 1"));
+  CHECK(contains(huge, "expected a capacity below 2^34 GiB"));
+  j["cluster"] = {{"count", 2}, {"device", {{"dram_gib", 1}, {"dram_bytes", 5}}}};
+  CHECK(contains(bad(j),
+                 "field 'task.cluster.device.dram_gib' = 1: expected either \"dram_bytes\" or "
+                 "\"dram_gib\", not both"));
+  j["cluster"] = {{"count", 2}, {"device", {{"dram_byte", 5}}}};  // misspelt
+  CHECK(contains(bad(j),
+                 "field 'task.cluster.device.dram_byte' = 5: expected a known key "
+                 "(did you mean \"dram_bytes\"?)"));
+  j["cluster"] = {{"count", 12}, {"devices_per_host", 8}};
+  CHECK(contains(bad(j),
+                 "field 'task.cluster.devices_per_host' = 8: expected a divisor of the 12 devices "
+                 "(hosts of equal size), or at least their number (one host)"));
+  j["cluster"] = {{"count", 12}};  // the default, 8, as written in the file
+  CHECK(contains(bad(j), "field 'task.cluster.devices_per_host' = 8: expected a divisor"));
+  j["cluster"] = {{"count", 12}, {"devices_per_host", 6}};
+  CHECK(io::task_from_json(j).cluster.devices_per_host == 6);
+  j["cluster"] = {{"count", 4}, {"devices_per_host", 8}};  // one partly filled host
+  CHECK(io::task_from_json(j).cluster.devices_per_host == 8);
+}
+
 // ------------------------------------------------------------------ plans
 
 TEST_CASE("plans round trip through JSON, with names and replicas") {
@@ -837,8 +896,9 @@ TEST_CASE("unknown keys: files with every known key still load") {
                                                    {"memory_bytes", 8 * embplan::gib},
                                                    {"memory_bandwidth_gbps", 900.0},
                                                    {"cache_bandwidth_gbps", 3000.0},
-                                                   {"cache_bytes", 1 << 20}},
-                                                  {{"memory_gib", 4}}})},
+                                                   {"cache_bytes", 1 << 20},
+                                                   {"dram_bytes", 64 * embplan::gib}},
+                                                  {{"memory_gib", 4}, {"dram_gib", 32}}})},
                          {"devices_per_host", 2},
                          {"intra_host_bandwidth_gbps", 100.0},
                          {"inter_host_bandwidth_gbps", 10.0},
@@ -854,7 +914,8 @@ TEST_CASE("unknown keys: files with every known key still load") {
                          {{"memory_gib", 2},
                           {"memory_bandwidth_gbps", 900.0},
                           {"cache_bandwidth_gbps", 3000.0},
-                          {"cache_bytes", 0}}}};
+                          {"cache_bytes", 0},
+                          {"dram_gib", 1.5}}}};
   CHECK(io::task_from_json(uniform).cluster.size() == 2);
 
   const json plan = {{"task", "all"},

@@ -15,6 +15,9 @@
 //   u64(devices); per device: str(name) u64(memory_bytes)
 //                             f64(memory_bandwidth_gbps) f64(cache_bandwidth_gbps)
 //                             u64(cache_bytes)
+//                             and, only for a device with a host DRAM
+//                             capacity (so hashes from before it stay),
+//                             u64(dram_bytes)
 //   i32(devices_per_host) f64(intra_host_bandwidth_gbps)
 //   f64(inter_host_bandwidth_gbps) f64(collective_latency_ms)
 //   i64(batch_size) u8(optimizer_state)
@@ -98,6 +101,7 @@ inline std::uint64_t content_hash(const task& t, std::string_view planner, std::
     h.f64(d.memory_bandwidth_gbps);
     h.f64(d.cache_bandwidth_gbps);
     h.u64(d.cache_bytes);
+    if (d.dram_bytes != 0) h.u64(d.dram_bytes);
   }
   h.i32(t.cluster.devices_per_host);
   h.f64(t.cluster.intra_host_bandwidth_gbps);

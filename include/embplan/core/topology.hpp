@@ -27,6 +27,11 @@ struct device_spec {
   double memory_bandwidth_gbps = 616.0;   // GB/s of device memory
   double cache_bandwidth_gbps = 2000.0;   // GB/s when a row is re-read from L2
   std::uint64_t cache_bytes = 5'767'168;  // last-level cache (5.5 MiB)
+  // Host DRAM for this rank's tables off HBM (uvm_caching and host keep their
+  // weights and optimizer state there; TorchRec's Topology calls it ddr_cap
+  // per rank). 0: not limited, so a task written before it plans, reads,
+  // writes and hashes as it did.
+  std::uint64_t dram_bytes = 0;
 
   friend bool operator==(const device_spec&, const device_spec&) = default;
 };

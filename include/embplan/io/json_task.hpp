@@ -4,14 +4,16 @@
 //    "tables": [...],
 //    "cluster": {"devices": [{"name": "cuda:0", "memory_bytes": ...,
 //                             "memory_bandwidth_gbps": ..., "cache_bandwidth_gbps": ...,
-//                             "cache_bytes": ...}, ...],
+//                             "cache_bytes": ..., "dram_bytes": ...}, ...],
 //                "devices_per_host": 8, "intra_host_bandwidth_gbps": ...,
 //                "inter_host_bandwidth_gbps": ..., "collective_latency_ms": ...}}
 // A uniform cluster may be written {"count": 4, "device": {...}}; a device may
-// give "memory_gib" instead of "memory_bytes". Every object rejects keys it
-// does not know (detail::check_keys), naming the key and the near miss: most
-// fields have defaults (core/topology.hpp), so a misspelt "memory_byte" would
-// otherwise silently become 4 GiB.
+// give "memory_gib" instead of "memory_bytes", and "dram_gib" instead of
+// "dram_bytes" (host DRAM for its tables off hbm; absent: not limited, and not
+// written). Every object rejects keys it does not know (detail::check_keys),
+// naming the key and the near miss: most fields have defaults
+// (core/topology.hpp), so a misspelt "memory_byte" would otherwise silently
+// become 4 GiB.
 
 #include <cmath>
 #include <cstddef>
@@ -50,13 +52,40 @@ inline constexpr std::string_view cluster_keys[] = {"devices",
                                                     "inter_host_bandwidth_gbps",
                                                     "collective_latency_ms"};
 inline constexpr std::string_view device_keys[] = {
-    "name",       "memory_bytes", "memory_gib", "memory_bandwidth_gbps", "cache_bandwidth_gbps",
-    "cache_bytes"};
+    "name",        "memory_bytes", "memory_gib", "memory_bandwidth_gbps", "cache_bandwidth_gbps",
+    "cache_bytes", "dram_bytes",   "dram_gib"};
 
 inline double positive_number(const json& j, std::string_view field) {
   const double v = as_double(j, field);
   if (!std::isfinite(v) || v <= 0.0) fail_value(field, j, "a positive number");
   return v;
+}
+
+// A capacity given as `bytes_key` (a positive integer) or `gib_key` (a
+// positive number of GiB), not both, into `out`; `out` unchanged where neither
+// is given.
+inline void capacity_from_json(const json& j, std::string_view where, std::string_view bytes_key,
+                               std::string_view gib_key, std::uint64_t& out) {
+  const json* bytes = find(j, bytes_key);
+  const json* gibs = find(j, gib_key);
+  if (bytes != nullptr && gibs != nullptr) {
+    fail_value(
+        path(where, gib_key), *gibs,
+        "either \"" + std::string(bytes_key) + "\" or \"" + std::string(gib_key) + "\", not both");
+  }
+  if (bytes != nullptr) {
+    const auto field = path(where, bytes_key);
+    out = as_uint64(*bytes, field);
+    if (out == 0) fail_value(field, *bytes, "a positive size in bytes");
+  }
+  if (gibs != nullptr) {
+    const auto field = path(where, gib_key);
+    const double g = positive_number(*gibs, field);
+    // 2^34 GiB = 2^64 bytes.
+    if (g >= 17179869184.0) fail_value(field, *gibs, "a capacity below 2^34 GiB");
+    out = static_cast<std::uint64_t>(std::round(g * static_cast<double>(gib)));
+    if (out == 0) fail_value(field, *gibs, "a capacity of at least one byte");
+  }
 }
 
 // Fills the fields present in `j` into `d`, leaving the defaults elsewhere.
@@ -67,25 +96,9 @@ inline void device_fields_from_json(const json& j, std::string_view where, bool 
   const std::span<const std::string_view> known(device_keys);
   check_keys(j, allow_name ? known : known.subspan(1), where);
   if (const json* name = find(j, "name")) d.name = as_string(*name, path(where, "name"));
-  const json* bytes = find(j, "memory_bytes");
-  const json* gibs = find(j, "memory_gib");
-  if (bytes != nullptr && gibs != nullptr) {
-    fail_value(path(where, "memory_gib"), *gibs,
-               "either \"memory_bytes\" or \"memory_gib\", not both");
-  }
-  if (bytes != nullptr) {
-    const auto field = path(where, "memory_bytes");
-    d.memory_bytes = as_uint64(*bytes, field);
-    if (d.memory_bytes == 0) fail_value(field, *bytes, "a positive size in bytes");
-  }
-  if (gibs != nullptr) {
-    const auto field = path(where, "memory_gib");
-    const double g = positive_number(*gibs, field);
-    // 2^34 GiB = 2^64 bytes.
-    if (g >= 17179869184.0) fail_value(field, *gibs, "a capacity below 2^34 GiB");
-    d.memory_bytes = static_cast<std::uint64_t>(std::round(g * static_cast<double>(gib)));
-    if (d.memory_bytes == 0) fail_value(field, *gibs, "a capacity of at least one byte");
-  }
+  capacity_from_json(j, where, "memory_bytes", "memory_gib", d.memory_bytes);
+  // Host DRAM: 0 (not limited) is its absence, so a given one is positive too.
+  capacity_from_json(j, where, "dram_bytes", "dram_gib", d.dram_bytes);
   if (const json* bw = find(j, "memory_bandwidth_gbps")) {
     d.memory_bandwidth_gbps = positive_number(*bw, path(where, "memory_bandwidth_gbps"));
   }
@@ -156,6 +169,7 @@ inline json to_json(const topology& t) {
     dj["memory_bandwidth_gbps"] = d.memory_bandwidth_gbps;
     dj["cache_bandwidth_gbps"] = d.cache_bandwidth_gbps;
     dj["cache_bytes"] = d.cache_bytes;
+    if (d.dram_bytes != 0) dj["dram_bytes"] = d.dram_bytes;
     devices.push_back(std::move(dj));
   }
   json j = json::object();
