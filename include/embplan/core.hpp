@@ -14,6 +14,7 @@
 #include "embplan/core/content_hash.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/core/host_dram.hpp"
 #include "embplan/core/memory_tier.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/random.hpp"

@@ -290,3 +290,47 @@ TEST_CASE("memory checks see HBM: a table too big for a device fits it off hbm")
   t.tables[1].placement = {embplan::memory_tier::host, 0.0};
   CHECK(message_of(p, t).empty());
 }
+
+TEST_CASE("placement state counts host DRAM of the tables off hbm, and takes it back") {
+  auto t = two_tables_two_devices();
+  t.tables[1].placement = {embplan::memory_tier::uvm_caching, 0.1};
+  embplan::placement_state st(2);
+  CHECK(st.dram_bytes == std::vector<std::uint64_t>{0, 0});
+  const auto hbm_table = embplan::whole_table(t, 0, 1);
+  const auto cached_table = embplan::whole_table(t, 1, 1);
+  st.place(t, hbm_table);
+  CHECK(st.dram_bytes[1] == 0);  // hbm: none
+  st.place(t, cached_table);
+  CHECK(st.dram_bytes[1] == 100 * 16 * 4);
+  CHECK(st.dram_bytes[0] == 0);
+  st.unplace(t, cached_table);
+  CHECK(st.dram_bytes[1] == 0);
+  CHECK(st.memory_bytes[1] == embplan::shard_bytes(t, hbm_table));
+  t.tables[0].placement = {embplan::memory_tier::host, 0.0};
+  CHECK(embplan::state_of(t, embplan::table_wise_plan(t, std::vector<std::size_t>{0, 0}))
+            .dram_bytes[0] == 2 * 100 * 16 * 4);
+}
+
+TEST_CASE("host DRAM caps are enforced per device where set; 0 is not limited") {
+  auto t = two_tables_two_devices();
+  t.tables[0].placement = {embplan::memory_tier::host, 0.0};
+  t.tables[1].placement = {embplan::memory_tier::uvm_caching, 0.1};
+  const auto both_on_1 = embplan::table_wise_plan(t, std::vector<std::size_t>{1, 1});
+  CHECK(message_of(both_on_1, t).empty());                 // dram_bytes 0: not limited
+  t.cluster.devices[1].dram_bytes = 2 * 100 * 16 * 4 - 1;  // one byte short of both tables
+  CHECK(message_of(both_on_1, t) ==
+        "field 'devices[1].dram_bytes' = 12800: expected at most the capacity 12799");
+  const auto problems = embplan::plan_problems(t, both_on_1);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].kind == embplan::plan_problem_kind::memory);
+  CHECK(problems[0].subject == "device 1 'cuda:1'");
+  CHECK(message_of(both_on_1, t, {.memory = false}).empty());
+  CHECK(message_of(embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1}), t).empty());
+  t.cluster.devices[1].dram_bytes = 2 * 100 * 16 * 4;  // exactly full
+  CHECK(message_of(both_on_1, t).empty());
+  // An hbm table uses no host DRAM, whatever the cap.
+  t.tables[0].placement = {};
+  t.tables[1].placement = {};
+  t.cluster.devices[1].dram_bytes = 1;
+  CHECK(message_of(both_on_1, t).empty());
+}

@@ -167,30 +167,43 @@ struct placement_state {
   std::vector<std::int64_t> dim_sum;  // sum of the columns held (drives all-to-all volume;
                                       // data-parallel copies send none)
   std::vector<std::uint32_t> shard_count;
-  std::vector<table_placement> tables;  // by table index; empty until a piece is placed
+  std::vector<std::uint64_t> dram_bytes;  // host DRAM: shard_dram_bytes of the tables off hbm
+  std::vector<table_placement> tables;    // by table index; empty until a piece is placed
   bool records_tables = true;
 
   placement_state() = default;
   explicit placement_state(std::size_t devices)
-      : memory_bytes(devices, 0), dim_sum(devices, 0), shard_count(devices, 0) {}
+      : memory_bytes(devices, 0)
+      , dim_sum(devices, 0)
+      , shard_count(devices, 0)
+      , dram_bytes(devices, 0) {}
 
   void place(const task& t, const shard& s) {
     memory_bytes[s.device] =
         checked_add(memory_bytes[s.device], shard_bytes(t, s), "device memory");
     dim_sum[s.device] += s.data_parallel ? 0 : s.cols();
     ++shard_count[s.device];
+    if (t.tables[s.table].placement.tier != memory_tier::hbm) [[unlikely]] {
+      dram_bytes[s.device] =
+          checked_add(dram_bytes[s.device], shard_dram_bytes(t, s), "device host memory");
+    }
     if (records_tables) note_placed(t.tables.size(), s.table, s.device);
   }
 
   // The inverse of place(t, s) on the per-device sums (exactly: integers),
   // `bytes` = shard_bytes(t, s); the table's record as table_placement says.
+  // It leaves dram_bytes as they are: a shard of a table off hbm takes unplace(t, s).
   void unplace(const shard& s, std::uint64_t bytes) {
     memory_bytes[s.device] -= bytes;
     dim_sum[s.device] -= s.data_parallel ? 0 : s.cols();
     --shard_count[s.device];
     if (records_tables) note_removed(s.table, s.device);
   }
-  void unplace(const task& t, const shard& s) { unplace(s, shard_bytes(t, s)); }
+  void unplace(const task& t, const shard& s) {
+    unplace(s, shard_bytes(t, s));
+    if (t.tables[s.table].placement.tier != memory_tier::hbm) [[unlikely]]
+      dram_bytes[s.device] -= shard_dram_bytes(t, s);
+  }
 
   // The per-table record alone, for searchers that keep the per-device sums
   // themselves (the grid search adds bytes it computed once per piece).
@@ -226,7 +239,7 @@ inline placement_state state_of(const task& t, const plan& p) {
 
 struct plan_check {
   std::int32_t dim_multiple = 0;  // column pieces must be multiples of this (0: no rule)
-  bool memory = true;             // every device within its memory_bytes
+  bool memory = true;             // every device within its memory_bytes (and dram_bytes, if set)
 };
 
 namespace detail {
@@ -527,6 +540,12 @@ void for_each_plan_problem(const task& t, const plan& p, plan_check check, Found
       report(kind::memory, device_subject(t, d), path("devices", d) + ".memory_bytes",
              to_display(st.memory_bytes[d]),
              "at most the capacity " + std::to_string(t.cluster.devices[d].memory_bytes));
+    }
+    // Host DRAM, where the device's is limited (dram_bytes 0: not limited).
+    const std::uint64_t dram = t.cluster.devices[d].dram_bytes;
+    if (dram != 0 && st.dram_bytes[d] > dram) {
+      report(kind::memory, device_subject(t, d), path("devices", d) + ".dram_bytes",
+             to_display(st.dram_bytes[d]), "at most the capacity " + std::to_string(dram));
     }
   }
 }

@@ -410,6 +410,7 @@ class in_full_task {
       out.memory_bytes[d] += st.memory_bytes[d];
       out.dim_sum[d] += st.dim_sum[d];
       out.shard_count[d] += st.shard_count[d];
+      if (d < st.dram_bytes.size()) out.dram_bytes[d] += st.dram_bytes[d];  // may be unsized
     }
     // The sub-task's tables are not the split ones: their records move over
     // under their full-task indices, the blocks of one table's merged.
