@@ -13,13 +13,14 @@
 //    order, through Constraint::admits; a plan it refuses is not ok, and the
 //    failure names the searcher, the rule and the shard ("searcher 'x'
 //    violated memory capacity at shard 3 ...");
-//  - every device holds it in memory.
+//  - every device holds it in memory: HBM, and host DRAM where limited.
 // Searching on and pricing by are two things: the Searcher searches on
 // CostModel (whose numbers may be heuristic scores, cost_unit_of<CostModel>),
 // and the plan is reported priced by Meter, always in milliseconds
 // (plan_result::cost_ms). Meter defaults to CostModel where that is in ms,
 // else to the analytic model.
 
+#include <algorithm>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -34,6 +35,7 @@
 #include "embplan/concepts/reward.hpp"
 #include "embplan/concepts/searcher.hpp"
 #include "embplan/core/costs.hpp"
+#include "embplan/core/host_dram.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
@@ -176,6 +178,7 @@ class planner {
         break;
       }
     }
+    if (out.ok) check_host_dram(t, out);
     return out;
   }
 
@@ -186,6 +189,24 @@ class planner {
   const Meter& meter() const noexcept { return meter_; }
 
  private:
+  // Host DRAM, whatever the Constraint (as HBM above): a device whose tables
+  // off hbm need more than its dram_bytes fails the task. Only where some
+  // device's DRAM is limited.
+  static void check_host_dram(const task& t, plan_result& out) {
+    const auto& devices = t.cluster.devices;
+    if (std::none_of(devices.begin(), devices.end(),
+                     [](const auto& d) { return d.dram_bytes != 0; }))
+      return;
+    const auto st = state_of(t, out.placement);
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      if (dram_fits(devices[d].dram_bytes, 0, st.dram_bytes[d])) continue;
+      out.ok = false;
+      out.failure = "device " + std::to_string(d) + " holds " + std::to_string(st.dram_bytes[d]) +
+                    " bytes of host DRAM, more than its " + std::to_string(devices[d].dram_bytes);
+      return;
+    }
+  }
+
   // The plan's shards, in plan order, through Constraint::admits. False (and
   // out.ok = false, out.failure naming searcher, rule and shard) at the first
   // shard the constraint refuses.

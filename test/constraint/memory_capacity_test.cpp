@@ -72,3 +72,55 @@ TEST_CASE("memory_capacity with the bytes given answers as with the bytes comput
   CHECK_FALSE(rule.admits(t, st, s, 1001));
   CHECK(rule.admits(t, st, s, 1000));
 }
+
+TEST_CASE("memory_capacity refuses a shard off hbm where its device's host DRAM is full") {
+  auto t = tiny();  // t0: 160 bytes of weights
+  t.tables[0].placement = {embplan::memory_tier::host, 0.0};
+  const embplan::memory_capacity rule;
+  embplan::placement_state st(2);
+  const auto s = embplan::whole_table(t, 0, 1);
+  st.dram_bytes[1] = 1'000'000;
+  CHECK(rule.admits(t, st, s));  // dram_bytes 0: not limited
+  t.cluster.devices[1].dram_bytes = 1000;
+  st.dram_bytes[1] = 840;
+  CHECK(rule.admits(t, st, s));  // exactly full
+  CHECK(rule.admits(t, st, s, embplan::shard_bytes(t, s)));
+  st.dram_bytes[1] = 841;
+  CHECK_FALSE(rule.admits(t, st, s));
+  CHECK_FALSE(rule.admits(t, st, s, embplan::shard_bytes(t, s)));  // both overloads
+  st.dram_bytes[1] = 5000;  // already over: refuses, no unsigned wrap-around
+  CHECK_FALSE(rule.admits(t, st, s));
+  CHECK(rule.admits(t, st, embplan::whole_table(t, 0, 0)));  // device 0: not limited
+  // uvm_caching keeps its weights in host DRAM too; its cache needs HBM as well.
+  t.tables[0].placement = {embplan::memory_tier::uvm_caching, 0.5};
+  CHECK_FALSE(rule.admits(t, st, s));
+  st.dram_bytes[1] = 0;
+  CHECK(rule.admits(t, st, s));
+  st.memory_bytes[1] = 1000;  // HBM full: the cache does not fit
+  CHECK_FALSE(rule.admits(t, st, s));
+  // An hbm table never looks at host DRAM.
+  t.tables[0].placement = {};
+  st.memory_bytes[1] = 0;
+  st.dram_bytes[1] = 5000;
+  CHECK(rule.admits(t, st, s));
+}
+
+TEST_CASE("memory_capacity explains a table that no device's host DRAM can take") {
+  auto t = tiny();
+  t.tables[0].rows = std::int64_t{1} << 27;  // x 4 fp32 columns: 2 GiB of weights
+  t.cluster.devices[0].dram_bytes = embplan::gib;
+  t.cluster.devices[1].dram_bytes = 3 * embplan::gib / 2;
+  embplan::placement_state st(2);
+  st.dram_bytes[1] = embplan::gib / 4;
+  const embplan::memory_capacity rule;
+  CHECK(rule.explain(t, st, 0).empty());  // hbm: the HBM listing says it
+  t.tables[0].placement = {embplan::memory_tier::host, 0.0};
+  CHECK(rule.explain(t, st, 0) ==
+        "its tier host keeps it in host DRAM, but device 1 (the roomiest) has 1342177280 bytes "
+        "of host DRAM free, needs 2147483648 bytes");
+  // Where a device has room, host DRAM does not bind.
+  t.cluster.devices[1].dram_bytes = 3 * embplan::gib;
+  CHECK(rule.explain(t, st, 0).empty());
+  t.cluster.devices[1].dram_bytes = 0;
+  CHECK(rule.explain(t, st, 0).empty());
+}

@@ -62,3 +62,19 @@ TEST_CASE("the planner validates the task before searching") {
   CHECK_THROWS_WITH_AS((void)p(t), doctest::Contains("field 'task.tables[1].rows' = -5"),
                        embplan::error);
 }
+
+TEST_CASE("the planner fails a plan over a device's host DRAM, whatever its constraint") {
+  auto t = dims_task(2, 6);
+  for (auto& s : t.tables)
+    s.placement = {embplan::memory_tier::host, 0.0};
+  // dim_multiple alone does not look at memory; the planner does.
+  const embplan::planner<embplan::dim_cost, embplan::sorted_greedy, embplan::dim_multiple,
+                         embplan::neg_max_cost_reward>
+      p;
+  REQUIRE(p(t).ok);  // not limited
+  for (auto& d : t.cluster.devices)
+    d.dram_bytes = 1;
+  const auto r = p(t);
+  CHECK_FALSE(r.ok);
+  CHECK(r.failure.find(" bytes of host DRAM, more than its 1") != std::string::npos);
+}

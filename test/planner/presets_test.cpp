@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -146,5 +147,78 @@ TEST_CASE("dreamshard and autoshard without a trained policy: an error naming pr
     CHECK_THROWS_WITH_AS((void)embplan::run_preset(name, t, 0),
                          doctest::Contains("field 'preset_models.autoshard' = \"(empty)\""),
                          embplan::error);
+  }
+}
+
+// A learned model prices tables in HBM only: those presets refuse a task with
+// tables off hbm (the analytic model plans it).
+bool learned(std::string_view name) {
+  return name == "dreamshard" || name == "autoshard";
+}
+
+TEST_CASE("no preset returns a plan over a device's host DRAM") {
+  auto t = sample_task(3);
+  // Ten tables in host DRAM; each device's DRAM a quarter of theirs plus half
+  // the largest: tight enough that some presets' plans without the limit
+  // exceed it, loose enough that most presets plan within it.
+  std::uint64_t dram = 0;
+  std::uint64_t largest = 0;
+  for (std::size_t i = 0; i < 10; ++i) {
+    t.tables[i].placement = {embplan::memory_tier::host, 0.0};
+    const auto bytes = embplan::table_bytes(t.tables[i], t.optimizer_state);
+    dram += bytes;
+    largest = std::max(largest, bytes);
+  }
+  auto unlimited = t;
+  for (auto& d : t.cluster.devices)
+    d.dram_bytes = dram / 4 + largest / 2;
+  std::size_t planned = 0;
+  std::size_t binding = 0;  // presets whose plan without the limit is over it
+  for (const auto name : embplan::preset_names()) {
+    CAPTURE(name);
+    if (learned(name)) {
+      CHECK_THROWS_AS(
+          (void)embplan::run_preset(name, t, 17, embplan::analytic_cost{}, bundled_models()),
+          embplan::error);
+      continue;
+    }
+    const auto free =
+        embplan::run_preset(name, unlimited, 17, embplan::analytic_cost{}, bundled_models());
+    if (free.ok && !embplan::plan_problems(t, free.placement).empty()) ++binding;
+    const auto r = embplan::run_preset(name, t, 17, embplan::analytic_cost{}, bundled_models());
+    if (!r.ok) {
+      MESSAGE(r.failure);
+      continue;
+    }
+    ++planned;
+    CHECK(embplan::plan_problems(t, r.placement, {.dim_multiple = 4, .memory = true}).empty());
+  }
+  MESSAGE("planned: ", planned, ", binding: ", binding);
+  CHECK(planned > 0);
+  CHECK(binding > 0);
+}
+
+TEST_CASE("a table too large for the cluster's host DRAM: the failure names it and the DRAM") {
+  auto t = sample_task(2, 5);
+  t.tables[3].name = "user_ids";
+  t.tables[3].placement = {embplan::memory_tier::host, 0.0};
+  // A fifth of the table per device: not even split four ways does it fit.
+  for (auto& d : t.cluster.devices)
+    d.dram_bytes = embplan::table_bytes(t.tables[3], t.optimizer_state) / 5;
+  for (const auto name : embplan::preset_names()) {
+    CAPTURE(name);
+    if (learned(name)) continue;
+    const auto r = embplan::run_preset(name, t, 0, embplan::analytic_cost{}, bundled_models());
+    CHECK_FALSE(r.ok);
+    MESSAGE(r.failure);
+    CHECK(r.failure.find("user_ids") != std::string::npos);
+  }
+  // A searcher that places whole tables names the binding rule.
+  for (const std::string_view name : {"lookup_greedy", "size_greedy"}) {
+    CAPTURE(name);
+    const auto r = embplan::run_preset(name, t, 0);
+    CHECK(r.failure.find("table 'user_ids' (index 3): its tier host keeps it in host DRAM, but "
+                         "device 0 (the roomiest) has ") != std::string::npos);
+    CHECK(r.failure.find(" bytes of host DRAM free, needs ") != std::string::npos);
   }
 }
