@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,20 @@ embplan::task crowded() {
   }
   t.cluster = embplan::uniform_topology(2, embplan::device_spec{.memory_bytes = 8'000'000});
   return t;
+}
+
+// crowded() with this much host DRAM per device.
+embplan::task crowded_with_dram(std::uint64_t dram_bytes) {
+  auto t = crowded();
+  for (auto& d : t.cluster.devices)
+    d.dram_bytes = dram_bytes;
+  return t;
+}
+
+std::size_t tables_in_hbm(const embplan::task& t) {
+  return static_cast<std::size_t>(std::count_if(
+      t.tables.begin(), t.tables.end(),
+      [](const embplan::table_spec& s) { return s.placement.tier == embplan::memory_tier::hbm; }));
 }
 
 }  // namespace
@@ -93,4 +109,37 @@ TEST_CASE("choose_tiers: fixed tables stay; bad options are named") {
   } catch (const embplan::error& e) {
     CHECK(std::string(e.what()).find("tier_options.hbm_fill' = 1.5") != std::string::npos);
   }
+}
+
+TEST_CASE("choose_tiers: a table stays in hbm where the cluster's host DRAM cannot take it") {
+  // Without a DRAM limit, more than one table moves.
+  auto unlimited = crowded();
+  const auto free_moves = embplan::choose_tiers(unlimited);
+  REQUIRE(free_moves.size() >= 2);
+
+  // 6.6 MB of host DRAM in all: one table's 6.4 MB of weights, not two.
+  auto t = crowded_with_dram(3'300'000);
+  const auto moves = embplan::choose_tiers(t);
+  REQUIRE(moves.size() == 1);
+  CHECK(moves[0].table == free_moves[0].table);  // the best move, as without the limit
+  std::uint64_t dram = 0;
+  for (std::size_t i = 0; i < t.tables.size(); ++i)
+    dram += embplan::shard_dram_bytes(t, embplan::whole_table(t, i, 0));
+  CHECK(dram <= 6'600'000);
+  CHECK(tables_in_hbm(t) == 3);
+
+  // No room for any table: nothing moves.
+  auto none = crowded_with_dram(1'000'000);
+  CHECK(embplan::choose_tiers(none).empty());
+  CHECK(tables_in_hbm(none) == 4);
+
+  // A device with no limit makes the cluster's DRAM unlimited.
+  auto mixed = crowded();
+  mixed.cluster.devices[0].dram_bytes = 1'000'000;
+  CHECK(embplan::choose_tiers(mixed).size() == free_moves.size());
+
+  // A table already off hbm counts against the DRAM: with it, none moves.
+  auto held = crowded_with_dram(3'300'000);
+  held.tables[3].placement = {.tier = embplan::memory_tier::host};
+  CHECK(embplan::choose_tiers(held).empty());
 }

@@ -16,6 +16,12 @@
 // A table is moved at most once. If every table has been considered and the
 // need still exceeds the fill, it stops: planning then reports what does not
 // fit. Tables already off hbm count with their own tier's bytes.
+// Host DRAM: a table off hbm keeps its weights and optimizer state there
+// (shard_dram_bytes), so a move is skipped (the table stays in hbm, the next
+// move is tried) where the tables off hbm would need more than the cluster's
+// host DRAM, the sum of the devices' dram_bytes (not limited where a device
+// has none set: cluster_dram_bytes). The sum is the most a plan can use; the
+// memory constraint then places each shard within its own device's.
 
 #include <algorithm>
 #include <cstddef>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "embplan/core/error.hpp"
+#include "embplan/core/host_dram.hpp"
 #include "embplan/core/memory_tier.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
@@ -123,9 +130,19 @@ inline std::vector<tier_move> choose_tiers(task& t, const tier_options& o = {},
   // table order, and the sort is stable).
   std::stable_sort(best.begin(), best.end(),
                    [](const candidate& a, const candidate& b) { return a.score < b.score; });
+  const std::optional<std::uint64_t> dram_capacity = cluster_dram_bytes(t.cluster);
+  std::uint64_t dram_need = 0;  // of the tables off hbm, counted where the DRAM is limited
+  for (std::size_t i = 0; dram_capacity && i < t.tables.size(); ++i)
+    dram_need = checked_add(dram_need, shard_dram_bytes(t, whole_table(t, i, 0)), "tables' DRAM");
   for (const auto& c : best) {
     if (static_cast<long double>(need) <= target) break;
-    t.tables[c.move.table].placement = c.move.placement;
+    table_spec& spec = t.tables[c.move.table];
+    if (dram_capacity) {
+      const std::uint64_t dram = table_bytes(spec, t.optimizer_state);  // shard_dram_bytes off hbm
+      if (!dram_fits(*dram_capacity, dram_need, dram)) continue;
+      dram_need += dram;
+    }
+    spec.placement = c.move.placement;
     need -= c.move.hbm_freed_bytes;
     out.push_back(c.move);
   }
