@@ -594,16 +594,28 @@ int run_plan(const plan_args& a) {
   std::cout << '\n';
 
   // Per device: what the meter says of the whole plan.
-  text_table devices({"device", "shards", "dim", "HBM used", "HBM free", "DRAM", "fwd comp",
-                      "bwd comp", "fwd comm", "bwd comm", "total ms"});
+  // "DRAM free" only where some device's host DRAM is limited (dram_bytes).
+  const bool dram_limited = std::any_of(rep.devices.begin(), rep.devices.end(),
+                                        [](const auto& dr) { return dr.dram_limited(); });
+  std::vector<std::string> header{"device", "shards", "dim", "HBM used", "HBM free", "DRAM"};
+  if (dram_limited) header.push_back("DRAM free");
+  header.insert(header.end(), {"fwd comp", "bwd comp", "fwd comm", "bwd comm", "total ms"});
+  text_table devices(std::move(header));
   report["devices"] = nlohmann::json::array();
   for (std::size_t d = 0; d < t.cluster.size(); ++d) {
     const auto& dr = rep.devices[d];
     const auto& c = dr.cost;
-    devices.add({device_name(t, d), std::to_string(dr.shards), std::to_string(dr.dim_sum),
-                 bytes_text(dr.hbm_used_bytes), bytes_text(dr.hbm_free_bytes),
-                 bytes_text(dr.dram_used_bytes), fixed(c.fwd_compute_ms), fixed(c.bwd_compute_ms),
-                 fixed(c.fwd_comm_ms), fixed(c.bwd_comm_ms), fixed(c.total_ms())});
+    std::vector<std::string> row{device_name(t, d),
+                                 std::to_string(dr.shards),
+                                 std::to_string(dr.dim_sum),
+                                 bytes_text(dr.hbm_used_bytes),
+                                 bytes_text(dr.hbm_free_bytes),
+                                 bytes_text(dr.dram_used_bytes)};
+    if (dram_limited)
+      row.push_back(dr.dram_limited() ? bytes_text(dr.dram_free_bytes) : "unlimited");
+    row.insert(row.end(), {fixed(c.fwd_compute_ms), fixed(c.bwd_compute_ms), fixed(c.fwd_comm_ms),
+                           fixed(c.bwd_comm_ms), fixed(c.total_ms())});
+    devices.add(std::move(row));
     report["devices"].push_back({{"device", d},
                                  {"device_name", device_name(t, d)},
                                  {"shards", dr.shards},
@@ -618,6 +630,10 @@ int run_plan(const plan_args& a) {
                                  {"fwd_comm_ms", c.fwd_comm_ms},
                                  {"bwd_comm_ms", c.bwd_comm_ms},
                                  {"total_ms", c.total_ms()}});
+    if (dr.dram_limited()) {  // absent: not limited
+      report["devices"].back()["dram_capacity_bytes"] = dr.dram_capacity_bytes;
+      report["devices"].back()["dram_free_bytes"] = dr.dram_free_bytes;
+    }
   }
   devices.print(std::cout);
   std::cout << "cost (max over devices): " << fixed(cost.max_ms()) << " ms, degree of balance "

@@ -9,7 +9,8 @@
 //  - memory: the storage accounting of validate() and memory_capacity
 //    (placement_state, shard_bytes: the HBM of each shard by its table's
 //    memory tier, core/plan.hpp); host DRAM from shard_dram_bytes (the weights
-//    and optimizer state of uvm_caching and host tables; 0 in hbm).
+//    and optimizer state of uvm_caching and host tables; 0 in hbm), its
+//    capacity device_spec::dram_bytes where set (0: not limited, no free).
 //  - device cost: a plan_cost (evaluate(), or a meter's own); its max is the
 //    plan's cost.
 //  - the critical path, as evaluate() prices a step (NeuroShard §3.3): each
@@ -43,6 +44,7 @@
 #include "embplan/core/checked.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/core/host_dram.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/evaluate.hpp"
@@ -81,11 +83,15 @@ inline imbalance imbalance_of(std::span<const double> values) noexcept {
 
 struct device_report {
   std::size_t shards = 0;
-  std::int64_t dim_sum = 0;              // columns held (the all-to-all volume)
-  std::uint64_t hbm_capacity_bytes = 0;  // device_spec::memory_bytes
-  std::uint64_t hbm_used_bytes = 0;      // its shards' shard_bytes
-  std::uint64_t hbm_free_bytes = 0;      // capacity - used; 0 where used exceeds it
-  std::uint64_t dram_used_bytes = 0;     // host memory: its shards' shard_dram_bytes
+  std::int64_t dim_sum = 0;               // columns held (the all-to-all volume)
+  std::uint64_t hbm_capacity_bytes = 0;   // device_spec::memory_bytes
+  std::uint64_t hbm_used_bytes = 0;       // its shards' shard_bytes
+  std::uint64_t hbm_free_bytes = 0;       // capacity - used; 0 where used exceeds it
+  std::uint64_t dram_used_bytes = 0;      // host memory: its shards' shard_dram_bytes
+  std::uint64_t dram_capacity_bytes = 0;  // device_spec::dram_bytes; 0: not limited
+  std::uint64_t dram_free_bytes = 0;      // capacity - used where limited; 0 where used exceeds it
+                                          // or where not limited (see dram_limited)
+  bool dram_limited() const noexcept { return dram_capacity_bytes != 0; }
   device_cost cost{};
   double compute_ms() const noexcept { return cost.fwd_compute_ms + cost.bwd_compute_ms; }
   double comm_ms() const noexcept { return cost.fwd_comm_ms + cost.bwd_comm_ms; }
@@ -179,6 +185,9 @@ plan_report plan_report_of(const task& t, const plan& p, const plan_cost& cost,
     r.hbm_used_bytes = state.memory_bytes[d];
     r.hbm_free_bytes =
         r.hbm_used_bytes < r.hbm_capacity_bytes ? r.hbm_capacity_bytes - r.hbm_used_bytes : 0;
+    r.dram_used_bytes = state.dram_bytes[d];
+    r.dram_capacity_bytes = t.cluster.devices[d].dram_bytes;
+    r.dram_free_bytes = embplan::dram_free_bytes(r.dram_capacity_bytes, r.dram_used_bytes);
     r.cost = cost.devices[d];
     totals[d] = r.cost.total_ms();
     computes[d] = r.compute_ms();
@@ -215,10 +224,7 @@ plan_report plan_report_of(const task& t, const plan& p, const plan_cost& cost,
     auto& table = out.tables[s.table];
     table.cost_ms += ms;
     table.hbm_bytes = checked_add(table.hbm_bytes, piece.hbm_bytes, "table memory");
-    const std::uint64_t dram = shard_dram_bytes(t, s);
-    table.dram_bytes = checked_add(table.dram_bytes, dram, "table host memory");
-    auto& device_dram = out.devices[s.device].dram_used_bytes;
-    device_dram = checked_add(device_dram, dram, "device host memory");
+    table.dram_bytes = checked_add(table.dram_bytes, shard_dram_bytes(t, s), "table host memory");
     table.devices.push_back(s.device);
     if (s.replica) {
       ++table.replicas;

@@ -294,3 +294,21 @@ TEST_CASE("plan_report: tables off hbm count their cache in HBM and their rows i
                                                            embplan::whole_table(t, 2, 1),
                                                            t.tables[2].placement));
 }
+
+TEST_CASE("plan_report: host DRAM capacity and free where it is limited, not elsewhere") {
+  auto t = hand_task();
+  t.tables[2].placement = {embplan::memory_tier::host, 0.0};         // 64,000 on cuda:1
+  t.tables[5].placement = {embplan::memory_tier::uvm_caching, 0.1};  // 16,000 on each
+  t.cluster.devices[0].dram_bytes = 10'000;                          // over: none free
+  t.cluster.devices[1].dram_bytes = 100'000;
+  const auto r = embplan::plan_report_of(t, hand_plan(t), by_hand());  // over DRAM: reported
+  CHECK(r.devices[0].dram_limited());
+  CHECK(r.devices[0].dram_capacity_bytes == 10'000);
+  CHECK(r.devices[0].dram_used_bytes == 16'000);
+  CHECK(r.devices[0].dram_free_bytes == 0);
+  CHECK(r.devices[1].dram_capacity_bytes == 100'000);
+  CHECK(r.devices[1].dram_free_bytes == 100'000 - 80'000);
+  CHECK_FALSE(r.devices[2].dram_limited());
+  CHECK(r.devices[2].dram_capacity_bytes == 0);
+  CHECK(r.devices[2].dram_free_bytes == 0);
+}
