@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -101,6 +102,32 @@ TEST_CASE(
       check_optimal(t, model, balance_reward{}, exact);
     }
   }
+}
+
+TEST_CASE("exact: the brute force's optimum where host DRAM binds (undone as it backtracks)") {
+  const analytic_cost model;
+  std::size_t binding = 0;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    CAPTURE(seed);
+    // 7 tables on 3 devices, the first four in host DRAM; each device's DRAM
+    // a third of theirs plus half the largest.
+    auto t = embplan_test::search_task(seed, 7, 3);
+    std::uint64_t dram = 0;
+    std::uint64_t largest = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+      t.tables[i].placement = {memory_tier::host, 0.0};
+      dram += table_bytes(t.tables[i], t.optimizer_state);
+      largest = std::max(largest, table_bytes(t.tables[i], t.optimizer_state));
+    }
+    const auto free =
+        exact_table_wise{}.search(t, model, default_constraint{}, neg_max_cost_reward{}, 0);
+    for (auto& d : t.cluster.devices)
+      d.dram_bytes = dram / 3 + largest / 2;
+    REQUIRE(free.ok);
+    if (!plan_problems(t, free.placement).empty()) ++binding;
+    check_optimal(t, model, neg_max_cost_reward{}, exact_table_wise{});
+  }
+  CHECK(binding > 0);
 }
 
 TEST_CASE("exact: the brute force's optimum, learned model (not monotone)") {

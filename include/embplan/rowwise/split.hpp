@@ -360,7 +360,7 @@ class in_full_task {
       , index_(index)
       , offset_(offset)
       , base_(&base)
-      , same_in_sub_task_(same_in_sub_task(rule)) {}
+      , same_in_sub_task_(same_in_sub_task(rule) && !holds_limited_dram(full, base)) {}
 
   bool admits(const task& sub, const placement_state& st, const shard& s) const {
     if (same_in_sub_task_) return static_cast<bool>(rule_->admits(sub, st, s));
@@ -395,6 +395,15 @@ class in_full_task {
     } else {
       return false;
     }
+  }
+
+  // Whether the row shards and copies already hold host DRAM that a limit
+  // counts: the sub-task keeps the full capacities of host DRAM (a free 0
+  // would read as "not limited"), so then every question is translated.
+  static bool holds_limited_dram(const task& full, const placement_state& base) noexcept {
+    for (std::size_t d = 0; d < base.dram_bytes.size(); ++d)
+      if (base.dram_bytes[d] != 0 && full.cluster.devices[d].dram_bytes != 0) return true;
+    return false;
   }
 
   shard translated(shard s) const noexcept {

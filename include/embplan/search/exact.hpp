@@ -163,7 +163,6 @@ struct exact_table_wise {
       }
       for (const std::size_t d : candidates) {
         const shard s = whole_table(t_, table, d);
-        const std::uint64_t bytes = shard_bytes(t_, s);
         const compute_cost before = compute_[d];
         st_.place(t_, s);
         mask_[d] |= std::uint32_t{1} << table;
@@ -172,7 +171,7 @@ struct exact_table_wise {
         descend(depth + 1);
         compute_[d] = before;
         mask_[d] &= ~(std::uint32_t{1} << table);
-        st_.unplace(s, bytes);
+        st_.unplace(t_, s);  // host DRAM too, for a table off hbm
       }
     }
 

@@ -196,10 +196,14 @@ std::string no_device_for_piece(const task& t, const placement_state& st, const 
   if (bound != no_dim_bound) rule_text += " and device dim at most " + std::to_string(bound);
   if (s.cols() == spec.dim && s.rows() == spec.rows && bound == no_dim_bound)
     return no_device_for(t, st, s.table, rule);
+  // A rule that explains itself (host DRAM, pinning) names what binds first.
+  const std::string why = explain_of(rule, t, st, s.table);
   std::string out = "table '" + spec.name + "' (index " + std::to_string(s.table) + "), columns [" +
                     std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ") of " +
                     std::to_string(spec.dim) + " (" + std::to_string(shard_bytes(t, s)) +
-                    " bytes), fits on no device under " + rule_text + "; free memory per device:";
+                    " bytes), fits on no device under " + rule_text;
+  if (!why.empty()) return out + "; the table: " + why;
+  out += "; free memory per device:";
   const std::size_t devices = t.cluster.size();
   for (std::size_t d = 0; d < devices && d < listed_devices; ++d) {
     const std::uint64_t cap = t.cluster.devices[d].memory_bytes;
@@ -777,6 +781,7 @@ class grid_engine {
     for (std::size_t step = base_step; step < to; ++step) {
       const std::size_t d = device_at_[step];
       cur_.st.memory_bytes[d] += order_bytes_[step];  // no overflow: it was placed before
+      cur_.st.dram_bytes[d] += order_dram_[step];
       cur_.st.dim_sum[d] += order_shards_[step].cols();
       ++cur_.st.shard_count[d];
       if (cur_.st.records_tables) {
@@ -866,10 +871,12 @@ class grid_engine {
     order_shards_.resize(n);
     order_keys_.resize(n);
     order_bytes_.resize(n);
+    order_dram_.resize(n);
     for (std::size_t k = 0; k < n; ++k) {
       order_[k] = keys_[k].index;
       order_bytes_[k] = keys_[k].bytes;
       order_shards_[k] = pieces[keys_[k].index].s;
+      order_dram_[k] = shard_dram_bytes(t_, order_shards_[k]);  // 0 for tables in hbm
       order_keys_[k] = pieces[keys_[k].index].key;
     }
     if (price_.folds()) {
@@ -909,6 +916,7 @@ class grid_engine {
     ps.st.memory_bytes.assign(devices, 0);
     ps.st.dim_sum.assign(devices, 0);
     ps.st.shard_count.assign(devices, 0);
+    ps.st.dram_bytes.assign(devices, 0);
     ps.st.tables.clear();
     ps.st.records_tables = reads_table_record(rule_);  // else the record is only cost
     ps.key.resize(devices);
@@ -929,6 +937,10 @@ class grid_engine {
     // placement_state::place with the bytes computed once per piece.
     cur_.st.memory_bytes[d] =
         checked_add(cur_.st.memory_bytes[d], order_bytes_[step], "device memory");
+    if (order_dram_[step] != 0) [[unlikely]] {
+      cur_.st.dram_bytes[d] =
+          checked_add(cur_.st.dram_bytes[d], order_dram_[step], "device host memory");
+    }
     cur_.st.dim_sum[d] += order_shards_[step].cols();
     ++cur_.st.shard_count[d];
     if (cur_.st.records_tables) {
@@ -967,10 +979,11 @@ class grid_engine {
   plan_pricer pricer_;
   plan_cost scored_;  // the plan scored by a reward not decreasing in max cost
 
-  std::vector<std::size_t> order_;                                        // step -> input index
-  std::vector<shard> order_shards_;                                       // step -> shard
-  std::vector<multiset_key> order_keys_;                                  // step -> key
-  std::vector<std::uint64_t> order_bytes_;                                // step -> shard_bytes
+  std::vector<std::size_t> order_;          // step -> input index
+  std::vector<shard> order_shards_;         // step -> shard
+  std::vector<multiset_key> order_keys_;    // step -> key
+  std::vector<std::uint64_t> order_bytes_;  // step -> shard_bytes
+  std::vector<std::uint64_t> order_dram_;   // step -> shard_dram_bytes (host DRAM; 0 in hbm)
   std::vector<typename group_pricer<CostModel>::term_type> order_terms_;  // kind x step -> term
   std::vector<std::uint32_t> changed_;   // rerank_changed(): devices whose key changed,
   std::vector<std::uint32_t> kept_;      // the others in order,
