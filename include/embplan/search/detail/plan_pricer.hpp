@@ -22,7 +22,6 @@
 #include <concepts>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -293,97 +292,104 @@ class plan_pricer {
   }
 
   // The backward figures of the dim-sum vectors priced so far (exact: a
-  // model's communication is a function of its inputs), in an open-addressing
-  // table emptied when it reaches max_slots(width) / 2 entries or the clamp
-  // changes.
+  // model's communication is a function of its inputs), emptied when it
+  // reaches max_entries(width) or the clamp changes. The entries lie in
+  // insertion order in flat arrays (a dim sum and a figure per device, and the
+  // key's hash); an open-addressing index over them holds entry + 1 per slot
+  // (0: empty). Growing rebuilds only the index, from the stored hashes: the
+  // keys and figures are never moved, and the pages touched are those the
+  // entries fill. (A table of whole slots, grown by copying, spread a search's
+  // few thousand entries over megabytes of fresh pages and took a sixth of a
+  // NeuroShard parity search's time.)
   class backward_memo {
    public:
     // Copies the figures of `dims` to out[0 .. dims.size()) where held.
     bool find(std::span<const std::int64_t> dims, bool clamp, double* out) const {
       if (count_ == 0 || clamp != clamp_ || dims.size() != width_) return false;
-      for (std::size_t slot = hash(dims) & mask_;; slot = (slot + 1) & mask_) {
-        if (!used_[slot]) return false;
-        if (std::equal(dims.begin(), dims.end(), keys_.get() + offset(slot))) {
-          std::copy_n(values_.get() + offset(slot), width_, out);
+      const std::uint64_t h = hash(dims);
+      for (std::size_t slot = h & mask_;; slot = (slot + 1) & mask_) {
+        const std::uint32_t e = index_[slot];
+        if (e == 0) return false;
+        const std::size_t at = std::size_t{e} - 1;
+        if (hashes_[at] == h && std::equal(dims.begin(), dims.end(), keys_.data() + at * width_)) {
+          std::copy_n(values_.data() + at * width_, width_, out);
           return true;
         }
       }
     }
 
     void insert(std::span<const std::int64_t> dims, bool clamp, std::span<const double> values) {
-      if (used_.empty() || dims.size() != width_ || clamp != clamp_) {
+      if (index_.empty() || dims.size() != width_ || clamp != clamp_) {
         // A new width or clamp: start afresh.
-        rehash(std::min<std::size_t>(1024, max_slots(dims.size())), dims.size(), clamp, false);
-      } else if (2 * (count_ + 1) > used_.size()) {
-        if (2 * used_.size() <= max_slots(width_)) {
-          rehash(2 * used_.size(), width_, clamp_, true);
-        } else {
-          std::fill(used_.begin(), used_.end(), 0);  // full at the cap: start again
-          count_ = 0;
-        }
+        width_ = dims.size();
+        clamp_ = clamp;
+        clear(std::min<std::size_t>(1024, 2 * max_entries(width_)));
+      } else if (count_ + 1 > max_entries(width_)) {
+        clear(index_.size());  // full at the cap: start again
+      } else if (2 * (count_ + 1) > index_.size()) {
+        grow(2 * index_.size());
       }
-      put(dims, values);
+      const std::uint64_t h = hash(dims);
+      keys_.insert(keys_.end(), dims.begin(), dims.end());
+      values_.insert(values_.end(), values.begin(),
+                     values.begin() + static_cast<std::ptrdiff_t>(width_));
+      hashes_.push_back(h);
+      ++count_;
+      link(h, static_cast<std::uint32_t>(count_));
     }
 
    private:
-    // At most 2^16 slots, and at most max_bytes of keys and values: a slot
-    // holds a dim sum and a figure per device, 16 KiB on 1,024 devices, where
-    // 2^16 slots would be 1 GiB (5,384 tables on 1,024 devices reached 400 MB).
-    static constexpr std::size_t max_bytes = std::size_t{32} << 20;
-    static std::size_t max_slots(std::size_t width) noexcept {
-      const std::size_t per_slot = width * (sizeof(std::int64_t) + sizeof(double));
-      const std::size_t fit = per_slot == 0 ? std::size_t{1} << 16 : max_bytes / per_slot;
-      return std::clamp<std::size_t>(std::bit_floor(std::max<std::size_t>(fit, 1)), 16,
-                                     std::size_t{1} << 16);
+    // At most 2^15 entries, and at most max_bytes of keys and figures: an
+    // entry holds a dim sum and a figure per device, 16 KiB on 1,024 devices,
+    // where 2^15 entries would be 512 MiB (5,384 tables on 1,024 devices
+    // reached 400 MB).
+    static constexpr std::size_t max_bytes = std::size_t{16} << 20;
+    static std::size_t max_entries(std::size_t width) noexcept {
+      const std::size_t per_entry = width * (sizeof(std::int64_t) + sizeof(double));
+      const std::size_t fit = per_entry == 0 ? std::size_t{1} << 15 : max_bytes / per_entry;
+      return std::clamp<std::size_t>(std::bit_floor(std::max<std::size_t>(fit, 1)), 8,
+                                     std::size_t{1} << 15);
     }
 
-    std::size_t offset(std::size_t slot) const noexcept { return slot * width_; }
-
-    static std::size_t hash(std::span<const std::int64_t> dims) noexcept {
+    static std::uint64_t hash(std::span<const std::int64_t> dims) noexcept {
       std::uint64_t h = 0x9e3779b97f4a7c15ULL;
       for (const std::int64_t d : dims) {
         h ^= static_cast<std::uint64_t>(d) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
         h *= 0xff51afd7ed558ccdULL;
       }
-      return static_cast<std::size_t>(h ^ (h >> 33));
+      return h ^ (h >> 33);
     }
 
-    void put(std::span<const std::int64_t> dims, std::span<const double> values) {
-      std::size_t slot = hash(dims) & mask_;
-      while (used_[slot])
+    // Entry `e` - 1 into the index at the first free slot from its hash's.
+    void link(std::uint64_t h, std::uint32_t e) noexcept {
+      std::size_t slot = h & mask_;
+      while (index_[slot] != 0)
         slot = (slot + 1) & mask_;
-      used_[slot] = 1;
-      std::copy(dims.begin(), dims.end(), keys_.get() + offset(slot));
-      std::copy_n(values.begin(), width_, values_.get() + offset(slot));
-      ++count_;
+      index_[slot] = e;
     }
 
-    // `slots` (a power of two) for vectors of `width`, keeping the entries
-    // held or not. Only the used flags are initialised: a slot's key and
-    // values are read only once written, so the pages of slots never used
-    // are never touched (a search fills a few thousand of them).
-    void rehash(std::size_t slots, std::size_t width, bool clamp, bool keep) {
-      std::unique_ptr<std::int64_t[]> keys = std::move(keys_);
-      std::unique_ptr<double[]> values = std::move(values_);
-      std::vector<unsigned char> used = std::move(used_);
-      width_ = width;
-      clamp_ = clamp;
-      mask_ = slots - 1;
-      keys_ = std::make_unique_for_overwrite<std::int64_t[]>(slots * width);
-      values_ = std::make_unique_for_overwrite<double[]>(slots * width);
-      used_.assign(slots, 0);
+    // No entries, an index of `slots` (a power of two).
+    void clear(std::size_t slots) {
+      keys_.clear();
+      values_.clear();
+      hashes_.clear();
       count_ = 0;
-      if (!keep) return;
-      for (std::size_t s = 0; s < used.size(); ++s) {
-        if (!used[s]) continue;
-        put(std::span<const std::int64_t>(keys.get() + s * width, width),
-            std::span<const double>(values.get() + s * width, width));
-      }
+      index_.assign(slots, 0);
+      mask_ = slots - 1;
     }
 
-    std::unique_ptr<std::int64_t[]> keys_;
-    std::unique_ptr<double[]> values_;
-    std::vector<unsigned char> used_;
+    // The index at `slots`, every entry linked again from its stored hash.
+    void grow(std::size_t slots) {
+      index_.assign(slots, 0);
+      mask_ = slots - 1;
+      for (std::size_t e = 0; e < count_; ++e)
+        link(hashes_[e], static_cast<std::uint32_t>(e + 1));
+    }
+
+    std::vector<std::int64_t> keys_;     // count_ x width_
+    std::vector<double> values_;         // count_ x width_
+    std::vector<std::uint64_t> hashes_;  // count_
+    std::vector<std::uint32_t> index_;   // entry + 1, or 0
     std::size_t width_ = 0;
     std::size_t mask_ = 0;
     std::size_t count_ = 0;
