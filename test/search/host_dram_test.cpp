@@ -12,6 +12,7 @@
 
 #include "embplan/core/plan.hpp"
 #include "embplan/presets.hpp"
+#include "embplan/search/detail/grid_engine.hpp"
 
 #include "support/random_task.hpp"
 
@@ -111,4 +112,36 @@ TEST_CASE("host DRAM: behind row shards the sub-task's searcher sees what they h
   // The row shards of table 0 hold host DRAM when the sub-task (the other
   // tables) is planned: its questions must count them.
   CHECK(check_within(rowwise_planner_of<neuroshard_plus_planner>{}, 6, 3, true) > 0);
+}
+
+TEST_CASE("host DRAM: the grid's message for a column piece names what binds") {
+  // Table 0 lives in host DRAM, and no device has DRAM for a half of it.
+  auto t = dram_task(0, false, 3);
+  for (auto& d : t.cluster.devices)
+    d.dram_bytes = 1024;
+  const default_constraint rule;
+  const placement_state st(t.cluster.size());
+  const auto& spec = t.tables[0];
+  REQUIRE(spec.dim >= 8);
+  const shard half{.table = 0,
+                   .device = 0,
+                   .col_begin = 0,
+                   .col_end = spec.dim / 2,
+                   .row_begin = 0,
+                   .row_end = spec.rows};
+  const auto msg = search::detail::no_device_for_piece(t, st, half, rule, 64);
+  CAPTURE(msg);
+  CHECK(msg.find("table '" + spec.name + "' (index 0), columns [0, " +
+                 std::to_string(spec.dim / 2) + ")") != std::string::npos);
+  CHECK(msg.find("device dim at most 64") != std::string::npos);
+  CHECK(msg.find("(0 bytes of HBM, " + std::to_string(shard_dram_bytes(t, half)) +
+                 " bytes of host DRAM)") != std::string::npos);
+  // What memory_capacity explains: the tier and the DRAM free and needed.
+  CHECK(msg.find("; the table: ") != std::string::npos);
+  CHECK(msg.find("host DRAM") != std::string::npos);
+  CHECK(msg.find("1024 bytes of host DRAM free") != std::string::npos);
+  // Without the DRAM limit nothing explains itself: the free memory is listed.
+  const auto plain = search::detail::no_device_for_piece(unlimited(t), st, half, rule, 64);
+  CHECK(plain.find("; the table: ") == std::string::npos);
+  CHECK(plain.find("free memory per device: 0: ") != std::string::npos);
 }

@@ -200,8 +200,11 @@ std::string no_device_for_piece(const task& t, const placement_state& st, const 
   const std::string why = explain_of(rule, t, st, s.table);
   std::string out = "table '" + spec.name + "' (index " + std::to_string(s.table) + "), columns [" +
                     std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ") of " +
-                    std::to_string(spec.dim) + " (" + std::to_string(shard_bytes(t, s)) +
-                    " bytes), fits on no device under " + rule_text;
+                    std::to_string(spec.dim) + " (" + std::to_string(shard_bytes(t, s)) + " bytes";
+  // A piece off HBM: what it needs of a device's host DRAM too.
+  if (const std::uint64_t dram = shard_dram_bytes(t, s); dram > 0)
+    out += " of HBM, " + std::to_string(dram) + " bytes of host DRAM";
+  out += "), fits on no device under " + rule_text;
   if (!why.empty()) return out + "; the table: " + why;
   out += "; free memory per device:";
   const std::size_t devices = t.cluster.size();
