@@ -25,7 +25,7 @@ using embplan::test::message_of;
 namespace {
 
 // 12 tables on 4 devices; table 2 has 48 columns, table 7 has 20.
-embplan::task sample_task() {
+embplan::task min_shards_task() {
   auto t = embplan_test::search_task(3, 12, 4);
   t.tables[2].dim = 48;
   t.tables[7].dim = 20;
@@ -39,7 +39,7 @@ std::size_t pieces_of(const embplan::plan& p, std::size_t table) {
   return n;
 }
 
-std::set<std::uint32_t> devices_of(const embplan::plan& p, std::size_t table) {
+std::set<std::uint32_t> devices_holding(const embplan::plan& p, std::size_t table) {
   std::set<std::uint32_t> out;
   for (const auto& s : p.shards)
     if (s.table == table) out.insert(s.device);
@@ -56,7 +56,7 @@ TEST_CASE("column_blocks cuts a dim into multiples of 4, as equal as they can be
 }
 
 TEST_CASE("min_shards: every preset places the table as at least that many pieces") {
-  const auto t = sample_task();
+  const auto t = min_shards_task();
   const embplan::table_rules rules(t, {.tables = {{.table = 2, .max_shards = 4, .min_shards = 3},
                                                   {.table = 7, .devices = {1}, .min_shards = 2}}});
   CHECK(rules.min_shards(2) == 3);
@@ -72,7 +72,7 @@ TEST_CASE("min_shards: every preset places the table as at least that many piece
     CHECK(pieces_of(r.placement, 2) >= 3);
     CHECK(pieces_of(r.placement, 2) <= 4);
     CHECK(pieces_of(r.placement, 7) >= 2);
-    CHECK(devices_of(r.placement, 7) == std::set<std::uint32_t>{1});  // pinned, all pieces
+    CHECK(devices_holding(r.placement, 7) == std::set<std::uint32_t>{1});  // pinned, all pieces
     // Same seed, same plan.
     CHECK(embplan::run_preset(name, t, 0, embplan::analytic_cost{}, {}, rules).placement ==
           r.placement);
@@ -80,7 +80,7 @@ TEST_CASE("min_shards: every preset places the table as at least that many piece
 }
 
 TEST_CASE("min_shards with co-location: the blocks of a table stay with the group") {
-  const auto t = sample_task();
+  const auto t = min_shards_task();
   const embplan::table_rules rules(
       t, {.tables = {{.table = 2, .min_shards = 2}}, .colocate = {{2, 5}}});
   for (const char* name : {"lookup_greedy", "neuroshard_plus"}) {
@@ -88,15 +88,15 @@ TEST_CASE("min_shards with co-location: the blocks of a table stay with the grou
     const auto r = embplan::run_preset(name, t, 0, embplan::analytic_cost{}, {}, rules);
     REQUIRE(r.ok);
     CHECK(pieces_of(r.placement, 2) >= 2);
-    const auto d2 = devices_of(r.placement, 2);
+    const auto d2 = devices_holding(r.placement, 2);
     CHECK(d2.size() == 1);
-    CHECK(devices_of(r.placement, 5) == d2);
+    CHECK(devices_holding(r.placement, 5) == d2);
     CHECK(embplan::check_plan(t, r.placement, rules, {.dim_multiple = 4}).empty());
   }
 }
 
 TEST_CASE("check_plan names a table placed as fewer pieces than its min_shards") {
-  const auto t = sample_task();
+  const auto t = min_shards_task();
   const embplan::table_rules rules(t, {.tables = {{.table = 2, .min_shards = 3}}});
   std::vector<std::size_t> assignment(t.tables.size(), 0);
   for (std::size_t i = 0; i < assignment.size(); ++i)
@@ -111,7 +111,7 @@ TEST_CASE("check_plan names a table placed as fewer pieces than its min_shards")
 }
 
 TEST_CASE("min_shards: bad values are named with the field, the value and the limit") {
-  const auto t = sample_task();
+  const auto t = min_shards_task();
   CHECK(message_of([&] {
           (void)embplan::table_rules(t,
                                      {.tables = {{.table = 2, .max_shards = 2, .min_shards = 3}}});
