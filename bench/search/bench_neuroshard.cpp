@@ -19,8 +19,6 @@
 // timed one by one (wall clock) inside one benchmark iteration.
 #include <benchmark/benchmark.h>
 
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -32,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "embplan/bench/protocol.hpp"
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
@@ -245,14 +244,6 @@ const std::vector<parity_task>& parity_tasks() {
   return tasks;
 }
 
-// The calling thread's CPU time in ms (POSIX): the figure that a second job on
-// the machine disturbs least, as the authors' cpu_seconds (one thread).
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
-
 // The authors' search against ours on the same tasks, models and machine:
 // per task, the authors' seconds (measured by the tools/ script in the same
 // sitting) over ours; counters median_ms (ours), median_speedup and
@@ -281,11 +272,12 @@ void bm_parity(benchmark::State& state) {
         state.SkipWithError(why.c_str());
         return;
       }
-      const double cpu0 = thread_cpu_ms();
+      embplan::bench::thread_cpu_timer cpu_timer;  // what a second job disturbs least
+      cpu_timer.start();
       const auto start = std::chrono::steady_clock::now();
       auto r = searcher.search(t, *model, rule, embplan::neg_max_cost_reward{}, 0);
       const auto stop = std::chrono::steady_clock::now();
-      const double cpu = thread_cpu_ms() - cpu0;
+      const double cpu = cpu_timer.stop_ms();
       const double took = std::chrono::duration<double, std::milli>(stop - start).count();
       ms.push_back(took);
       speedup.push_back(authors_s * 1e3 / took);
