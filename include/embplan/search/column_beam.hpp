@@ -107,34 +107,16 @@ inline std::vector<std::tuple<std::uint32_t, std::int32_t, std::int64_t, std::in
   return out;
 }
 
-// The places of `pieces` ordered by (table, first column, first row), which
-// is unique within a state.
-inline std::vector<std::size_t> place_order(const std::vector<piece>& pieces) {
-  std::vector<std::size_t> out(pieces.size());
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = i;
-  std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
-    const shard& x = pieces[a].s;
-    const shard& y = pieces[b].s;
-    return std::tie(x.table, x.col_begin, x.row_begin) <
-           std::tie(y.table, y.col_begin, y.row_begin);
+// Whether two states hold the same pieces (table, columns and rows exactly).
+// A state keeps its pieces in goes_first order: a total order on a state's
+// pieces, each piece's single-piece cost the same figure wherever it is
+// priced (a cache of exact figures). So two states hold the same pieces
+// exactly when their lists are equal place by place.
+inline bool same_pieces(const std::vector<piece>& a, const std::vector<piece>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const piece& x, const piece& y) {
+    return std::tie(x.s.table, x.s.col_begin, x.s.col_end, x.s.row_begin, x.s.row_end) ==
+           std::tie(y.s.table, y.s.col_begin, y.s.col_end, y.s.row_begin, y.s.row_end);
   });
-  return out;
-}
-
-// Whether two states hold the same pieces (table, columns and rows exactly),
-// each given with its place_order.
-inline bool same_pieces(const std::vector<piece>& a, const std::vector<std::size_t>& a_order,
-                        const std::vector<piece>& b, const std::vector<std::size_t>& b_order) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t r = 0; r < a.size(); ++r) {
-    const shard& x = a[a_order[r]].s;
-    const shard& y = b[b_order[r]].s;
-    if (std::tie(x.table, x.col_begin, x.col_end, x.row_begin, x.row_end) !=
-        std::tie(y.table, y.col_begin, y.col_end, y.row_begin, y.row_end))
-      return false;
-  }
-  return true;
 }
 
 // np.argpartition(values, kth) as NumPy 1.24 computes it for float64
@@ -227,16 +209,31 @@ inline bool goes_first(const piece& a, const piece& b) noexcept {
 }
 
 // `parent` (in goes_first order) with piece `at` replaced by its priced
-// halves, each at its place in that order.
+// halves, each at its place in that order, written to `out` (its room kept).
+inline void split_piece(const std::vector<piece>& parent, std::size_t at,
+                        const std::pair<piece, piece>& half, std::vector<piece>& out) {
+  // One merge of the others with the two halves (goes_first is a total
+  // order on a state's pieces: each half goes before the first piece it
+  // precedes, as a lower_bound insertion would put it).
+  const piece* h[2] = {&half.first, &half.second};
+  if (goes_first(*h[1], *h[0])) std::swap(h[0], h[1]);
+  out.clear();
+  out.reserve(parent.size() + 1);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < parent.size(); ++i) {
+    if (i == at) continue;
+    while (k < 2 && goes_first(*h[k], parent[i]))
+      out.push_back(*h[k++]);
+    out.push_back(parent[i]);
+  }
+  while (k < 2)
+    out.push_back(*h[k++]);
+}
+
 inline std::vector<piece> split_piece(const std::vector<piece>& parent, std::size_t at,
                                       const std::pair<piece, piece>& half) {
   std::vector<piece> out;
-  out.reserve(parent.size() + 1);
-  out.insert(out.end(), parent.begin(), parent.begin() + static_cast<std::ptrdiff_t>(at));
-  out.insert(out.end(), parent.begin() + static_cast<std::ptrdiff_t>(at) + 1, parent.end());
-  for (const piece* h : {&half.first, &half.second}) {
-    out.insert(std::lower_bound(out.begin(), out.end(), *h, goes_first), *h);
-  }
+  split_piece(parent, at, half, out);
   return out;
 }
 
@@ -320,7 +317,7 @@ struct column_beam {
     using search::detail::piece;
     validate();
     using engine_type = search::detail::grid_engine<CostModel, Constraint, Reward>;
-    search::detail::cost_cache cache;
+    search::detail::cost_cache cache(search::detail::engine_cache_slots(model));
     engine_type engine(t, model, rule, cache, score);
 
     const search::detail::grid_rules rules{.exact_bounds = improve.exact_bounds,
@@ -368,7 +365,7 @@ struct column_beam {
     // Threads beyond the calling one, each with its own cache and engine.
     struct worker {
       worker(const task& t, const CostModel& m, const Constraint& r, const Reward& s)
-          : engine(t, m, r, cache, s) {}
+          : cache(search::detail::engine_cache_slots(m)), engine(t, m, r, cache, s) {}
       search::detail::cost_cache cache;
       engine_type engine;
     };
@@ -380,7 +377,13 @@ struct column_beam {
     beam.push_back(std::move(root));
     std::vector<beam_state> children;
     std::vector<std::size_t> picks;
+    // States of earlier steps no longer needed: a new child takes one over,
+    // and with it the room its vectors have (a search makes hundreds).
+    std::vector<beam_state> spare;
+    const auto recycle = [&](beam_state& s) { spare.push_back(std::move(s)); };
     for (std::int32_t step = 0; step < steps; ++step) {
+      for (auto& c : children)
+        recycle(c);  // the beam before last
       children.clear();
       for (const auto& parent : beam) {
         if (improve.splittable_candidates) {
@@ -395,19 +398,26 @@ struct column_beam {
           half.first.single_ms = engine.single_ms(half.first);
           half.second.single_ms = engine.single_ms(half.second);
           beam_state child;
-          child.pieces = search::detail::split_piece(parent.pieces, at, half);
+          if (!spare.empty()) {
+            child = std::move(spare.back());
+            spare.pop_back();
+          }
+          search::detail::split_piece(parent.pieces, at, half, child.pieces);
           child.key = key;
           child.born = children.size();
           child.largest_piece_bytes = largest_bytes(child.pieces);
           if (!improve.splittable_candidates) {
             // The authors' _col_wise_shard: the lower half keeps the piece's
             // index, the upper half is appended.
+            child.by_index.reserve(parent.by_index.size() + 1);
             child.by_index = parent.by_index;
             const auto slot =
                 std::find(child.by_index.begin(), child.by_index.end(), parent.pieces[at].s) -
                 child.by_index.begin();
             child.by_index[static_cast<std::size_t>(slot)] = half.first.s;
             child.by_index.push_back(half.second.s);
+          } else {
+            child.by_index.clear();
           }
           children.push_back(std::move(child));
         }
@@ -431,8 +441,11 @@ struct column_beam {
         if (!rank_infeasible) return a.born < b.born;
         return std::tie(a.largest_piece_bytes, a.born) < std::tie(b.largest_piece_bytes, b.born);
       });
-      if (children.size() > static_cast<std::size_t>(width))
+      if (children.size() > static_cast<std::size_t>(width)) {
+        for (std::size_t i = static_cast<std::size_t>(width); i < children.size(); ++i)
+          recycle(children[i]);
         children.resize(static_cast<std::size_t>(width));
+      }
       beam.swap(children);
     }
 
@@ -472,33 +485,24 @@ struct column_beam {
   // a shared counter. A child's result depends on its pieces only (the caches
   // hold exact figures), so the split of the work changes nothing.
   //
-  // Children of the same pieces are searched once. A grid search's outcome
-  // depends on the set of its pieces, not on their order (the engine sorts
-  // them by a key unique within a state: cost, bytes, table, first column,
-  // first row), so a repeat takes the first one's outcome, its devices mapped
-  // piece by piece — the same outcome as searching it again, bit for bit. The
-  // faithful mode keeps duplicate states (the authors' beam does; 41 % of the
-  // children of the 30 parity tasks are one), and two parents can split into
-  // the same state in either mode.
+  // Children of the same pieces (same_pieces: equal lists, a state's order
+  // being a total one) are searched once; a repeat takes the first one's
+  // outcome as it is — the same outcome as searching it again, bit for bit.
+  // The faithful mode keeps duplicate states (the authors' beam does; 41 % of
+  // the children of the 30 parity tasks are one), and two parents can split
+  // into the same state in either mode.
   template <class Engine, class Worker>
   void price_children(std::vector<search::detail::beam_state>& children, Engine& engine,
                       const std::vector<std::unique_ptr<Worker>>& workers,
                       const search::detail::grid_rules& rules) const {
     const std::size_t n = children.size();
-    std::vector<std::size_t> first(n);               // the child whose search child i takes
-    std::vector<std::size_t> todo;                   // the children searched
-    std::vector<std::vector<std::size_t>> order(n);  // pieces by (table, columns, rows)
-    const auto by_place = [&](std::size_t c) -> const std::vector<std::size_t>& {
-      auto& o = order[c];
-      if (o.empty()) o = search::detail::place_order(children[c].pieces);
-      return o;
-    };
+    std::vector<std::size_t> first(n);  // the child whose search child i takes
+    std::vector<std::size_t> todo;      // the children searched
     for (std::size_t i = 0; i < n; ++i) {
       first[i] = i;
       for (const std::size_t j : todo) {
         if (children[j].key != children[i].key ||
-            !search::detail::same_pieces(children[j].pieces, by_place(j), children[i].pieces,
-                                         by_place(i)))
+            !search::detail::same_pieces(children[j].pieces, children[i].pieces))
           continue;
         first[i] = j;
         break;
@@ -515,17 +519,8 @@ struct column_beam {
       e.flush();
     };
     const auto copy_repeats = [&] {
-      for (std::size_t i = 0; i < n; ++i) {
-        if (first[i] == i) continue;
-        const auto& from = children[first[i]];
-        auto& to = children[i];
-        to.result = from.result;
-        if (!from.result.ok) continue;  // no devices to map
-        const auto& fo = by_place(first[i]);
-        const auto& to_order = by_place(i);
-        for (std::size_t r = 0; r < fo.size(); ++r)
-          to.result.device[to_order[r]] = from.result.device[fo[r]];
-      }
+      for (std::size_t i = 0; i < n; ++i)
+        if (first[i] != i) children[i].result = children[first[i]].result;
     };
     const std::size_t helpers = std::min(workers.size(), todo.size() - 1);
     if (helpers == 0) {

@@ -44,7 +44,7 @@ struct grid_greedy {
   search_result search(const task& t, const CostModel& model, const Constraint& rule,
                        const Reward& score, std::uint64_t) const {
     validate();
-    search::detail::cost_cache cache;
+    search::detail::cost_cache cache(search::detail::engine_cache_slots(model));
     search::detail::grid_engine<CostModel, Constraint, Reward> engine(t, model, rule, cache, score);
     std::vector<search::detail::piece> pieces;
     pieces.reserve(t.tables.size());

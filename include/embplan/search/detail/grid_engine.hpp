@@ -71,8 +71,8 @@
 // only.
 // Pieces that come priced (piece::single_ms) and already in the order of
 // Alg. 2 line 3 (greedy_first), as the beam search keeps its states, are
-// neither priced nor sorted again; their terms are copied, in step order,
-// from the previous run's where that run held the same piece (prepare_order).
+// neither priced nor sorted again; their terms (their places in the store) are copied, in step
+// order, from the previous run's where that run held the same piece (prepare_order).
 
 #include <algorithm>
 #include <bit>
@@ -329,6 +329,20 @@ class device_order {
   std::size_t last_ = 0;
 };
 
+// The first size of the cost cache a grid engine on `model` is given. Where
+// the engine folds device costs itself (group_pricer::folds(): the analytic
+// and the neural model) the cache holds only single-piece costs and empty
+// devices, a few hundred entries, so it starts at 256 slots instead of
+// zero-filling 16,384 (768 KiB) per search; it grows as it fills.
+template <cost_model CostModel>
+std::size_t engine_cache_slots(const CostModel& model) {
+  if constexpr (piecewise_compute<CostModel>::enabled) {
+    if (!piecewise_compute<CostModel>::cache_groups && piecewise_compute<CostModel>::usable(model))
+      return std::size_t{1} << 8;
+  }
+  return std::size_t{1} << 14;
+}
+
 template <cost_model CostModel, constraint Constraint, reward Reward = neg_max_cost_reward>
 class grid_engine {
  public:
@@ -391,7 +405,12 @@ class grid_engine {
                 bool want_message, const grid_rules& rules) {
     const std::size_t n = pieces.size();
     const std::size_t devices = t_.cluster.size();
-    out = grid_outcome{};
+    out.ok = false;  // as grid_outcome{}, with the room of out.device kept
+    out.cost_ms = std::numeric_limits<double>::infinity();
+    out.score = -std::numeric_limits<double>::infinity();
+    out.bound = 0;
+    out.device.clear();
+    out.failure.clear();
     if (!pending_.empty() && rules.clamp_communication != pricer_.clamp_communication())
       flush();  // pending plans are priced under the rules they were found with
     pricer_.set_clamp_communication(rules.clamp_communication);
@@ -798,7 +817,8 @@ class grid_engine {
     if (price_.folds()) {
       for (std::size_t step = base_step; step < to; ++step) {
         const std::size_t d = device_at_[step];
-        price_.add(cur_.sum[d], order_terms_[kinds_.kind_of[d] * order_.size() + step]);
+        price_.add(cur_.sum[d],
+                   price_.term_at(order_terms_[kinds_.kind_of[d] * order_.size() + step]));
       }
     }
     changed_.clear();
@@ -866,8 +886,9 @@ class grid_engine {
       std::sort(keys_.begin(), keys_.end(), first);
     // The previous run's keys and terms by step: most of a state's pieces
     // are the previous state's, in the same order (the beam search's states
-    // differ by a few splits), so their terms are copied from there in step
-    // order instead of looked up one by one in the term cache.
+    // differ by a few splits), so their terms' places in the pricer's store
+    // are copied from there in step order instead of looked up one by one in
+    // the term cache (the terms themselves stay where they are).
     order_keys_.swap(prev_keys_);
     order_terms_.swap(prev_terms_);
     order_.resize(n);
@@ -907,7 +928,7 @@ class grid_engine {
             out[k] = prev[at];
             j = at + 1;
           } else {
-            out[k] = price_.term(order_shards_[k], key, device);
+            out[k] = price_.term_index(order_shards_[k], key, device);
           }
         }
       }
@@ -961,7 +982,8 @@ class grid_engine {
       // in every grid run: prepare_order's, a total order on keys up to
       // pieces with equal keys and terms). So the fold extended by this
       // piece is bitwise the cost the cache would return for the new set.
-      price_.add(cur_.sum[d], order_terms_[kinds_.kind_of[d] * order_.size() + step]);
+      price_.add(cur_.sum[d],
+                 price_.term_at(order_terms_[kinds_.kind_of[d] * order_.size() + step]));
       cur_.compute[d] = price_.finish(cur_.sum[d], cur_.st.shard_count[d], d);
     } else {
       cur_.compute[d] = cache_.get(cur_.key[d], [&] { return price_group(d); });
@@ -987,15 +1009,15 @@ class grid_engine {
   std::vector<multiset_key> order_keys_;    // step -> key
   std::vector<std::uint64_t> order_bytes_;  // step -> shard_bytes
   std::vector<std::uint64_t> order_dram_;   // step -> shard_dram_bytes (host DRAM; 0 in hbm)
-  std::vector<typename group_pricer<CostModel>::term_type> order_terms_;  // kind x step -> term
-  std::vector<std::uint32_t> changed_;   // rerank_changed(): devices whose key changed,
-  std::vector<std::uint32_t> kept_;      // the others in order,
-  std::vector<unsigned char> moved_;     // and which is which
-  std::vector<multiset_key> prev_keys_;  // the previous run's order_keys_
-  std::vector<multiset_key> base_key_;   // replay(): the keys of the state it starts from
-  std::vector<typename group_pricer<CostModel>::term_type> prev_terms_;  // and order_terms_
-  std::vector<std::uint32_t> device_at_;  // step -> device in the current pass
-  std::vector<std::int64_t> prev_at_;     // step -> previous step on the same device
+  std::vector<std::uint32_t> order_terms_;  // kind x step -> term (price_.term_at)
+  std::vector<std::uint32_t> changed_;      // rerank_changed(): devices whose key changed,
+  std::vector<std::uint32_t> kept_;         // the others in order,
+  std::vector<unsigned char> moved_;        // and which is which
+  std::vector<multiset_key> prev_keys_;     // the previous run's order_keys_
+  std::vector<multiset_key> base_key_;      // replay(): the keys of the state it starts from
+  std::vector<std::uint32_t> prev_terms_;   // and order_terms_
+  std::vector<std::uint32_t> device_at_;    // step -> device in the current pass
+  std::vector<std::int64_t> prev_at_;       // step -> previous step on the same device
   struct bind {
     std::size_t step;       // a step of the current trajectory where the bound bit
     std::int64_t critical;  // the least bound that would change that step

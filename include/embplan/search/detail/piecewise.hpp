@@ -84,9 +84,15 @@ class group_pricer {
       piecewise_compute<CostModel>::add(model_, acc, v);
   }
   // The term of piece `s` (key `key`) on `device`, computed once per device
-  // kind; valid until the next call of term().
+  // kind; valid until the next call of term() or term_index().
   const term_type& term(const shard& s, const multiset_key& key, std::size_t device) {
-    const std::uint32_t at = term_index_.get(kinds_.empty(device) + key, [&] {
+    return terms_[term_index(s, key, device)];
+  }
+  // Where that term is kept: term_at(term_index(...)) is term(...), and an
+  // index stays valid for the pricer's life (a search keeps indices, not
+  // copies of terms of up to 256 bytes each).
+  std::uint32_t term_index(const shard& s, const multiset_key& key, std::size_t device) {
+    return term_index_.get(kinds_.empty(device) + key, [&] {
       if constexpr (piecewise_compute<CostModel>::enabled) {
         terms_.push_back(piecewise_compute<CostModel>::piece(model_, t_, s, device));
       } else {
@@ -94,8 +100,8 @@ class group_pricer {
       }
       return static_cast<std::uint32_t>(terms_.size() - 1);
     });
-    return terms_[at];
   }
+  const term_type& term_at(std::uint32_t at) const noexcept { return terms_[at]; }
   compute_cost finish(const sum_type& acc, std::size_t pieces, std::size_t device) const {
     if constexpr (piecewise_compute<CostModel>::enabled) {
       return piecewise_compute<CostModel>::finish(model_, t_, acc, pieces, device);

@@ -296,11 +296,12 @@ class plan_pricer {
   // reaches max_entries(width) or the clamp changes. The entries lie in
   // insertion order in flat arrays (a dim sum and a figure per device, and the
   // key's hash); an open-addressing index over them holds entry + 1 per slot
-  // (0: empty). Growing rebuilds only the index, from the stored hashes: the
-  // keys and figures are never moved, and the pages touched are those the
-  // entries fill. (A table of whole slots, grown by copying, spread a search's
-  // few thousand entries over megabytes of fresh pages and took a sixth of a
-  // NeuroShard parity search's time.)
+  // (0: empty), and the arrays have room for the cap from the first entry on
+  // (virtual memory: pages are touched as entries fill them). Growing
+  // rebuilds only the index, from the stored hashes: the keys and figures are
+  // never moved, and the pages touched are those the entries fill. (A table of whole slots, grown
+  // by copying, spread a search's few thousand entries over megabytes of fresh pages and took a
+  // sixth of a NeuroShard parity search's time.)
   class backward_memo {
    public:
     // Copies the figures of `dims` to out[0 .. dims.size()) where held.
@@ -324,6 +325,13 @@ class plan_pricer {
         width_ = dims.size();
         clamp_ = clamp;
         clear(std::min<std::size_t>(1024, 2 * max_entries(width_)));
+        // Room for the cap at once: entries are then never moved, and the
+        // pages touched are only those the entries fill (a vector grown by
+        // doubling copies its entries into fresh pages each time; that was
+        // most of a parity search's page faults).
+        keys_.reserve(max_entries(width_) * width_);
+        values_.reserve(max_entries(width_) * width_);
+        hashes_.reserve(max_entries(width_));
       } else if (count_ + 1 > max_entries(width_)) {
         clear(index_.size());  // full at the cap: start again
       } else if (2 * (count_ + 1) > index_.size()) {
