@@ -1,10 +1,12 @@
-// The harnesses without libFuzzer: runs LLVMFuzzerTestOneInput on every file
-// under the directories given (the seed corpus and the past crashes), in name
-// order, so a normal build (GCC, the asan preset) replays them as ctest tests.
+// The harnesses without libFuzzer: runs one harness's entry point (its
+// LLVMFuzzerTestOneInput, compiled into this program under the name
+// embplan_fuzz_<harness>; replay_harnesses.hpp) on every file under the
+// directories given (the seed corpus and the past crashes), in name order, so
+// a normal build (GCC) replays them as ctest tests.
 // An exception other than embplan::error fails the run naming the input; a
 // crash or a sanitizer report fails it by itself.
 //
-//   fuzz_task_replay test/fuzz/corpus/task test/fuzz/regressions/task
+//   fuzz_replay task test/fuzz/corpus/task test/fuzz/regressions/task
 
 #include <algorithm>
 #include <cstddef>
@@ -15,16 +17,29 @@
 #include <iostream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <typeinfo>
 #include <vector>
 
-#include "fuzz_support.hpp"
+#include "replay_harnesses.hpp"
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
+  using embplan::fuzz::harnesses;
+  const std::string_view name = argc > 1 ? argv[1] : "";
+  const auto* const end = harnesses + embplan::fuzz::harness_count;
+  const auto* const h = std::find_if(harnesses, end, [&](const auto& x) { return x.name == name; });
+  if (h == end) {
+    std::cerr << "usage: fuzz_replay <harness> <dir>...: no harness named '" << name
+              << "'; there are:";
+    for (const auto* x = harnesses; x != end; ++x)
+      std::cerr << ' ' << x->name;
+    std::cerr << '\n';
+    return 2;
+  }
   std::vector<fs::path> inputs;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 2; i < argc; ++i) {
     const fs::path dir = argv[i];
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
@@ -49,7 +64,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     try {
-      LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+      h->entry(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     } catch (const std::exception& e) {
       std::cerr << file.string() << ": uncaught " << typeid(e).name() << ": " << e.what() << '\n';
       return 1;

@@ -1,0 +1,20 @@
+#pragma once
+// The replay program's harnesses (fuzz_replay, test/fuzz/CMakeLists.txt): each
+// harness's LLVMFuzzerTestOneInput, renamed embplan_fuzz_<name> in the one
+// generated translation unit that includes them all, under its name.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace embplan::fuzz {
+
+struct harness {
+  std::string_view name;  // "task" for fuzz_task.cpp
+  int (*entry)(const std::uint8_t* data, std::size_t size);
+};
+
+extern const harness harnesses[];
+extern const std::size_t harness_count;
+
+}  // namespace embplan::fuzz
