@@ -1,6 +1,6 @@
 // The harnesses without libFuzzer: runs one harness's entry point (its
 // LLVMFuzzerTestOneInput, compiled into this program under the name
-// embplan_fuzz_<harness>; replay_harnesses.hpp) on every file under the
+// embplan_fuzz_<harness>; harness_table.hpp) on every file under the
 // directories given (the seed corpus and the past crashes), in name order, so
 // a normal build (GCC) replays them as ctest tests.
 // An exception other than embplan::error fails the run naming the input; a
@@ -22,7 +22,7 @@
 #include <typeinfo>
 #include <vector>
 
-#include "replay_harnesses.hpp"
+#include "harness_table.hpp"
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;

@@ -1,7 +1,8 @@
 #pragma once
-// The replay program's harnesses (fuzz_replay, test/fuzz/CMakeLists.txt): each
-// harness's LLVMFuzzerTestOneInput, renamed embplan_fuzz_<name> in the one
-// generated translation unit that includes them all, under its name.
+// The harnesses of the replay and the fuzzing program (fuzz_replay, fuzz_all;
+// test/fuzz/CMakeLists.txt): each harness's LLVMFuzzerTestOneInput, renamed
+// embplan_fuzz_<name> in the one generated translation unit that includes
+// them all, under its name.
 
 #include <cstddef>
 #include <cstdint>
