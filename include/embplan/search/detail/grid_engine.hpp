@@ -71,8 +71,9 @@
 // only.
 // Pieces that come priced (piece::single_ms) and already in the order of
 // Alg. 2 line 3 (greedy_first), as the beam search keeps its states, are
-// neither priced nor sorted again; their terms (their places in the store) are copied, in step
-// order, from the previous run's where that run held the same piece (prepare_order).
+// neither priced nor sorted again; their terms' places in the pricer's store
+// are copied, in step order, from the previous run's where that run held the
+// same piece (prepare_order).
 
 #include <algorithm>
 #include <bit>

@@ -299,9 +299,10 @@ class plan_pricer {
   // (0: empty), and the arrays have room for the cap from the first entry on
   // (virtual memory: pages are touched as entries fill them). Growing
   // rebuilds only the index, from the stored hashes: the keys and figures are
-  // never moved, and the pages touched are those the entries fill. (A table of whole slots, grown
-  // by copying, spread a search's few thousand entries over megabytes of fresh pages and took a
-  // sixth of a NeuroShard parity search's time.)
+  // never moved, and the pages touched are those the entries fill. (A table
+  // of whole slots, grown by copying, spread a search's few thousand entries
+  // over megabytes of fresh pages and took a sixth of a NeuroShard parity
+  // search's time.)
   class backward_memo {
    public:
     // Copies the figures of `dims` to out[0 .. dims.size()) where held.
