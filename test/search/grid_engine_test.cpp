@@ -474,6 +474,17 @@ std::vector<piece> as_beam_state(std::vector<piece> pieces, Engine& engine) {
   return pieces;
 }
 
+// `state` with its piece at `at` split into halves priced by `engine`, as
+// column_beam makes a child.
+template <class Engine>
+std::vector<piece> split_priced(const task& t, Engine& engine, const std::vector<piece>& state,
+                                std::size_t at) {
+  auto half = search::detail::halves(t, state[at]);
+  half.first.single_ms = engine.single_ms(half.first);
+  half.second.single_ms = engine.single_ms(half.second);
+  return search::detail::split_piece(state, at, half);
+}
+
 void check_same(const grid_outcome& a, const grid_outcome& b) {
   CHECK(a.ok == b.ok);
   CHECK(a.device == b.device);
@@ -518,11 +529,7 @@ int compare(const task& t, const Model& model, const Rule& rule, const Reward& r
       const auto at = std::find_if(state.begin(), state.end(),
                                    [](const piece& p) { return search::detail::splittable(p.s); });
       if (at == state.end()) break;
-      auto half = search::detail::halves(t, *at);
-      half.first.single_ms = beam.single_ms(half.first);
-      half.second.single_ms = beam.single_ms(half.second);
-      state =
-          search::detail::split_piece(state, static_cast<std::size_t>(at - state.begin()), half);
+      state = split_priced(t, beam, state, static_cast<std::size_t>(at - state.begin()));
       CHECK(std::is_sorted(state.begin(), state.end(), search::detail::goes_first));
     }
   }
@@ -706,10 +713,7 @@ TEST_CASE("column beam: states of the same pieces are the same list, whichever s
                std::tie(p.s.table, p.s.col_begin, p.s.col_end);
       });
       REQUIRE(at != from.end());
-      auto half = search::detail::halves(t, *at);
-      half.first.single_ms = engine.single_ms(half.first);
-      half.second.single_ms = engine.single_ms(half.second);
-      return search::detail::split_piece(from, static_cast<std::size_t>(at - from.begin()), half);
+      return split_priced(t, engine, from, static_cast<std::size_t>(at - from.begin()));
     };
     std::vector<piece> can;
     for (const auto& p : state)

@@ -229,6 +229,17 @@ struct grid_outcome {
   std::int64_t bound = 0;             // the max device dim of the best plan
   std::vector<std::uint32_t> device;  // per input piece: its device in the best plan
   std::string failure;                // when !ok and a message was asked for
+
+  // As *this = grid_outcome{}, keeping the room of `device` (a beam search
+  // reuses its states' outcomes run after run).
+  void reset() noexcept {
+    ok = false;
+    cost_ms = std::numeric_limits<double>::infinity();
+    score = -std::numeric_limits<double>::infinity();
+    bound = 0;
+    device.clear();
+    failure.clear();
+  }
 };
 
 // Whether `a` holds a plan the Reward ranks above `b`'s (or `b` has none).
@@ -406,12 +417,7 @@ class grid_engine {
                 bool want_message, const grid_rules& rules) {
     const std::size_t n = pieces.size();
     const std::size_t devices = t_.cluster.size();
-    out.ok = false;  // as grid_outcome{}, with the room of out.device kept
-    out.cost_ms = std::numeric_limits<double>::infinity();
-    out.score = -std::numeric_limits<double>::infinity();
-    out.bound = 0;
-    out.device.clear();
-    out.failure.clear();
+    out.reset();
     if (!pending_.empty() && rules.clamp_communication != pricer_.clamp_communication())
       flush();  // pending plans are priced under the rules they were found with
     pricer_.set_clamp_communication(rules.clamp_communication);
