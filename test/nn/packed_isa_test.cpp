@@ -160,6 +160,20 @@ TEST_CASE("packed net: every kernel gives the scalar kernel's floats, bit for bi
         scalar.add(b.data(), z.data());
         for (std::size_t i = 0; i < size; ++i)
           CHECK(bits(a[i]) == bits(b[i]));
+        // add_finish: out = a + z and finish(out) in one call, into another
+        // buffer and in place, is add() then finish() on every kernel.
+        std::vector<float> sum = a;
+        packed.add(sum.data(), z.data());
+        const float want = scalar.finish(sum.data());
+        std::vector<float> out(size, 7.0f);
+        CHECK(bits(packed.add_finish(out.data(), a.data(), z.data())) == bits(want));
+        CHECK(bits(scalar.add_finish(out.data(), a.data(), z.data())) == bits(want));
+        for (std::size_t i = 0; i < size; ++i)
+          CHECK(bits(out[i]) == bits(sum[i]));
+        std::vector<float> in_place = a;
+        CHECK(bits(packed.add_finish(in_place.data(), in_place.data(), z.data())) == bits(want));
+        for (std::size_t i = 0; i < size; ++i)
+          CHECK(bits(in_place[i]) == bits(sum[i]));
       }
     }
   }
@@ -167,7 +181,8 @@ TEST_CASE("packed net: every kernel gives the scalar kernel's floats, bit for bi
 
 // The kernels' operations one by one, on sizes with tails.
 TEST_CASE(
-    "packed kernels: dot, relu_dot, vecmat, layer, layer_sum, normalize are bitwise scalar's") {
+    "packed kernels: dot, relu_dot, add_relu_dot, vecmat, layer, layer_sum, normalize are bitwise "
+    "scalar's") {
   embplan::rng gen(23);
   for_each_wide_ops([&](auto ops, const char* name) {
     using ops_t = decltype(ops);
@@ -181,6 +196,16 @@ TEST_CASE(
               bits(nd::scalar_ops::dot(in.data(), w.data(), k_pad)));
         CHECK(bits(ops_t::relu_dot(in.data(), w.data(), k_pad)) ==
               bits(nd::scalar_ops::relu_dot(in.data(), w.data(), k_pad)));
+        // add_relu_dot: the sum stored, and relu_dot of it.
+        auto x = random_floats(k_pad, gen);
+        if (trial % 4 == 1) x[0] = -in[0];  // a zero sum (ReLU's edge)
+        std::vector<float> sum(k_pad), got(k_pad);
+        for (std::size_t k = 0; k < k_pad; ++k)
+          sum[k] = in[k] + x[k];
+        CHECK(bits(ops_t::add_relu_dot(got.data(), in.data(), x.data(), w.data(), k_pad)) ==
+              bits(nd::scalar_ops::relu_dot(sum.data(), w.data(), k_pad)));
+        for (std::size_t k = 0; k < k_pad; ++k)
+          CHECK(bits(got[k]) == bits(sum[k]));
       }
     }
     for (const std::size_t n_pad : {std::size_t{32}, std::size_t{64}, std::size_t{96}}) {

@@ -173,6 +173,43 @@ TEST_CASE("neural piecewise path is bitwise neural_cost::compute on random group
     const auto folded = pricer.finish(acc, n, 1);
     CHECK(folded.fwd_ms == slow.fwd_ms);
     CHECK(folded.bwd_ms == slow.bwd_ms);
+    // add_finish (neural_cost's one pass) from the fold without the last
+    // piece: the same figures, and the fold written to `out`.
+    if (n > 0) {
+      auto before = pricer.start();
+      for (std::size_t i = 0; i + 1 < n; ++i)
+        pricer.add(before, group[i], keys[i], 1);
+      auto out = pricer.start();
+      const auto fused =
+          pricer.add_finish(out, before, pricer.term(group[n - 1], keys[n - 1], 1), n, 1);
+      CHECK(fused.fwd_ms == slow.fwd_ms);
+      CHECK(fused.bwd_ms == slow.bwd_ms);
+      CHECK(out.v == acc.v);
+    }
+  }
+}
+
+TEST_CASE("group_pricer::add_finish without the model's own: add() and finish() on a copy") {
+  const embplan::analytic_cost model;
+  const auto t = search_task(3, 12, 4);
+  const embplan::search::detail::device_kinds kinds(t);
+  embplan::search::detail::group_pricer<embplan::analytic_cost> pricer(t, model, kinds);
+  REQUIRE(pricer.folds());
+  auto acc = pricer.start();
+  for (std::size_t i = 0; i < t.tables.size(); ++i) {
+    CAPTURE(i);
+    const auto s = embplan::whole_table(t, i, 2);
+    const auto key = piece_key(s);
+    const double before = acc;
+    double out = -1.0;
+    const auto fused = pricer.add_finish(out, acc, pricer.term(s, key, 2), i + 1, 2);
+    CHECK(acc == before);  // read, not changed
+    pricer.add(acc, s, key, 2);
+    CHECK(out == acc);
+    const auto want = pricer.finish(acc, i + 1, 2);
+    CHECK(fused.fwd_ms == want.fwd_ms);
+    CHECK(fused.bwd_ms == want.bwd_ms);
+    CHECK(fused.fwd_ms > 0.0);
   }
 }
 

@@ -165,6 +165,14 @@ class neural_cost {
     const state& s = require();
     return scaled(s, t, pieces == 0 ? 0.0f : s.packed.finish(z), pieces == 0);
   }
+  // out = z + term, then from_fold(t, out, pieces), bitwise (out may be z;
+  // the packed net's add_finish: one pass for NeuroShard's head).
+  compute_cost from_fold_add(const task& t, float* out, const float* z, const float* term,
+                             std::size_t pieces) const {
+    const state& s = require();
+    const float y = s.packed.add_finish(out, z, term);
+    return scaled(s, t, pieces == 0 ? 0.0f : y, pieces == 0);
+  }
 
   // As analytic_cost's with the analytic communication; a learned one
   // (an MLP) promises nothing.
@@ -464,6 +472,11 @@ struct search::piecewise_compute<neural_cost> {
   static compute_cost finish(const neural_cost& m, const task& t, const sum& acc,
                              std::size_t pieces, std::size_t) {
     return m.from_fold(t, acc.v.data(), pieces);
+  }
+  // out = acc + x, then finish(out): add() and finish() in one call.
+  static compute_cost add_finish(const neural_cost& m, const task& t, sum& out, const sum& acc,
+                                 const term& x, std::size_t pieces, std::size_t) {
+    return m.from_fold_add(t, out.v.data(), acc.v.data(), x.v.data(), pieces);
   }
 };
 

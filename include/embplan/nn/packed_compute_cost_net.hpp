@@ -145,6 +145,23 @@ class packed_compute_cost_net {
     }
   }
 
+  // out = z + term (term_size() floats each; out may be z), then finish(out):
+  // bitwise add() and finish() on out. Where the head is a ReLU layer straight
+  // into the last (NeuroShard's), one pass: the sums go to the dot from
+  // registers, not through memory.
+  float add_finish(float* out, const float* z, const float* term) const {
+    switch (kernel_) {
+#ifdef EMBPLAN_NN_X86_KERNELS
+      case simd_kernel::avx512:
+        return add_finish_of<detail::avx512_ops>(out, z, term);
+      case simd_kernel::avx2:
+        return add_finish_of<detail::avx2_ops>(out, z, term);
+#endif
+      default:
+        return add_finish_of<detail::scalar_ops>(out, z, term);
+    }
+  }
+
   // Floats of a term and of the fold (the first head layer's width, padded to
   // a multiple of detail::packed_width).
   std::size_t term_size() const noexcept {
@@ -296,6 +313,24 @@ class packed_compute_cost_net {
     return finish_of<Ops>(z);
   }
 
+  template <class Ops>
+  float add_finish_of(float* out, const float* z, const float* term) const {
+    const std::size_t n = first_.n_pad;
+    if (!single_head_layer_ && head_layers_.empty() && first_.relu) {
+      // The dot reads out_k_pad_ <= n floats (both multiples of 16); the
+      // rest of the sum is added on its own.
+      const std::size_t k = out_k_pad_;
+      if (k < n) {
+        if (out != z) std::copy(z + k, z + n, out + k);
+        Ops::add(out + k, term + k, n - k);
+      }
+      return last_bias(Ops::add_relu_dot(out, z, term, data_.data() + out_w_, k));
+    }
+    if (out != z) std::copy_n(z, n, out);
+    Ops::add(out, term, n);
+    return finish_of<Ops>(out);
+  }
+
   // The head after its first layer's sum: `z` (first_.n_pad floats, zero
   // past the first layer's width) through the first layer's activation and
   // the remaining layers. NeuroShard's head (32-64-1) has no layer between:
@@ -322,6 +357,11 @@ class packed_compute_cost_net {
       }
       y = Ops::dot(in, out_w, out_k_pad_);
     }
+    return last_bias(y);
+  }
+
+  // The last layer's bias and activation on its dot product y.
+  float last_bias(float y) const {
     y = y + out_b_;
     return out_relu_ ? detail::packed_relu(y) : y;
   }

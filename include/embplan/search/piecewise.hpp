@@ -23,7 +23,11 @@
 //   };
 // and start, add in group order, finish must return exactly what
 // model.compute() returns for the same pieces in the same order (the
-// searchers' results may not depend on the path).
+// searchers' results may not depend on the path). Optionally also
+//     static compute_cost add_finish(model, task, sum& out, const sum& acc,
+//                                    const term&, pieces, device);
+// out = acc + the term, then finish(out): bitwise add() and finish() on a
+// copy of acc, for a model that does both in one pass (neural_cost).
 // cache_groups = false says finish() costs less than a look-up in a large
 // cache (a few additions): the grid search then folds each device's pieces
 // as it places them and keeps no device costs in the cache

@@ -177,6 +177,19 @@ struct avx512_ops {
       _mm512_storeu_ps(acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(x + i)));
   }
 
+  // out = a + x, then relu_dot(out, w, k_pad), the sums kept in registers for
+  // the dot (no store-to-load wait on the fold's critical path).
+  [[gnu::target("avx512f")]] static float add_relu_dot(float* out, const float* a, const float* x,
+                                                       const float* w, std::size_t k_pad) {
+    __m512 s = _mm512_setzero_ps();
+    for (std::size_t k = 0; k < k_pad; k += 16) {
+      const __m512 z = _mm512_add_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(x + k));
+      _mm512_storeu_ps(out + k, z);
+      s = _mm512_fmadd_ps(relu512(z), _mm512_loadu_ps(w + k), s);
+    }
+    return sum512(s);
+  }
+
  private:
   // R rows x every column block. Sum: add the rows' activations into
   // out[0..n_pad) instead of storing them.
@@ -427,6 +440,23 @@ struct avx2_ops {
   [[gnu::target("avx2,fma")]] static void add(float* acc, const float* x, std::size_t n) {
     for (std::size_t i = 0; i < n; i += 8)
       _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(x + i)));
+  }
+
+  // out = a + x, then relu_dot(out, w, k_pad), the sums kept in registers.
+  [[gnu::target("avx2,fma")]] static float add_relu_dot(float* out, const float* a, const float* x,
+                                                        const float* w, std::size_t k_pad) {
+    const __m256 zero = _mm256_setzero_ps();
+    __m256 lo = _mm256_setzero_ps();
+    __m256 hi = _mm256_setzero_ps();
+    for (std::size_t k = 0; k < k_pad; k += 16) {
+      const __m256 zl = _mm256_add_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(x + k));
+      const __m256 zh = _mm256_add_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(x + k + 8));
+      _mm256_storeu_ps(out + k, zl);
+      _mm256_storeu_ps(out + k + 8, zh);
+      lo = _mm256_fmadd_ps(_mm256_max_ps(zl, zero), _mm256_loadu_ps(w + k), lo);
+      hi = _mm256_fmadd_ps(_mm256_max_ps(zh, zero), _mm256_loadu_ps(w + k + 8), hi);
+    }
+    return sum256(_mm256_add_ps(lo, hi));
   }
 
  private:

@@ -258,6 +258,15 @@ struct scalar_ops {
       acc[i] = acc[i] + x[i];
   }
 
+  // out[0..k_pad) = a + x, then relu_dot(out, w, k_pad): add() and relu_dot()
+  // in one pass (out may be a).
+  static float add_relu_dot(float* out, const float* a, const float* x, const float* w,
+                            std::size_t k_pad) {
+    for (std::size_t i = 0; i < k_pad; ++i)
+      out[i] = a[i] + x[i];
+    return relu_dot(out, w, k_pad);
+  }
+
  private:
   // One packed_width block of outputs at a time in a local array the
   // compiler keeps in registers and vectorises (no aliasing with out or w).

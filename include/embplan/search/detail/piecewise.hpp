@@ -109,6 +109,23 @@ class group_pricer {
       return {};
     }
   }
+  // out = acc + v, then finish(out, pieces, device) (out may be acc): the
+  // model's add_finish where it has one, else add() and finish().
+  compute_cost add_finish(sum_type& out, const sum_type& acc, const term_type& v,
+                          std::size_t pieces, std::size_t device) const {
+    if constexpr (piecewise_compute<CostModel>::enabled) {
+      using pc = piecewise_compute<CostModel>;
+      if constexpr (requires { pc::add_finish(model_, t_, out, acc, v, pieces, device); }) {
+        return pc::add_finish(model_, t_, out, acc, v, pieces, device);
+      } else {
+        if (&out != &acc) out = acc;
+        add(out, v);
+        return finish(out, pieces, device);
+      }
+    } else {
+      return {};
+    }
+  }
 
  private:
   const task& t_;
