@@ -28,8 +28,10 @@
 //    such a device would need (whether the constraint admits it is not asked:
 //    a lower critical bound only reruns steps); a looser bound makes the
 //    same choices up to the first step whose critical bound it reaches. So the
-//    next bound's pass resumes at that step (its state rebuilt by replaying
-//    the recorded choices, without pricing each step); bounds below every
+//    next bound's pass resumes at that step (its state rewound to it: the
+//    later steps' placements undone, and each device given back the cost and
+//    fold it had after its last earlier step, kept when that step was
+//    placed; nothing is priced again); bounds below every
 //    critical bound of the trajectory repeat it and are skipped; and a
 //    trajectory with no such step is that of every looser bound, so the grid
 //    stops there.
@@ -52,8 +54,9 @@
 // to its new place: a quaternary search (first_not_before), and a shift of
 // whichever side is shorter (device_order; the device usually goes from the
 // front to the back half, so shifting the entries in between would move
-// hundreds). A replay re-sorts only the devices it changed and merges them
-// back in (rerank_changed). A device whose dim exceeds the bound less the
+// hundreds). A rewind starts from the order of the pass's start and re-sorts
+// only the devices placed between there and the step it resumes at, merging
+// them back in (rerank_changed). A device whose dim exceeds the bound less the
 // narrowest piece's columns is refused by the bound for every piece left in
 // the pass, and nothing is placed on it again, so its key stays as it is:
 // such a "full" device leaves the walk for the rest of the pass (most devices
@@ -65,10 +68,11 @@
 // every device.
 // A model whose device compute is a fold over per-piece terms with a cheap
 // finish (piecewise.hpp, cache_groups = false: the analytic and the neural
-// model) has each device's fold kept in the pass state and extended as pieces
-// are placed, instead of a cache look-up per step; this gives bitwise the
-// cached figure (see place()), and the cache then holds single-piece costs
-// only.
+// model) has each device's fold kept with the step that placed its last
+// piece and extended as pieces are placed (the model's add_finish: for the
+// neural model the fold's sum and the head in one pass), instead of a cache
+// look-up per step; this gives bitwise the cached figure (see place()), and
+// the cache then holds single-piece costs only.
 // Pieces that come priced (piece::single_ms) and already in the order of
 // Alg. 2 line 3 (greedy_first), as the beam search keeps its states, are
 // neither priced nor sorted again; their terms' places in the pricer's store
@@ -274,6 +278,15 @@ class device_order {
   const std::uint32_t* data() const noexcept { return buf_.data() + first_; }
   std::size_t size() const noexcept { return last_ - first_; }
 
+  // o's order, in the middle of a buffer of o's size.
+  void assign(const device_order& o) {
+    const std::size_t n = o.size();
+    buf_.resize(o.buf_.size());
+    first_ = (buf_.size() - n) / 2;
+    last_ = first_ + n;
+    std::copy(o.data(), o.data() + n, data());
+  }
+
   // Keeps the first n entries (n <= size()).
   void truncate(std::size_t n) noexcept { last_ = first_ + n; }
 
@@ -368,7 +381,8 @@ class grid_engine {
       , devices_(t.cluster.size())
       , comm_nonnegative_(communication_nonnegative(model, t))
       , kinds_(t)
-      , price_(t, model, kinds_) {}
+      , price_(t, model, kinds_)
+      , start_sum_(price_.start()) {}
 
   const device_kinds& kinds() const noexcept { return kinds_; }
   std::uint64_t comm_calls() const noexcept { return pricer_.calls(); }
@@ -434,17 +448,20 @@ class grid_engine {
 
     device_at_.assign(n, 0);
     prev_at_.assign(n, -1);
-    reset(empty_);
-    cur_ = empty_;
+    snap_compute_.resize(n);
+    if (price_.folds()) snap_sum_.resize(n);
+    reset(cur_);
+    empty_compute_ = cur_.compute;
     std::size_t from_step = 0;  // cur_ is the state before this step
     binds_.clear();
     std::string failure;
     std::size_t bi = 0;
     for (;;) {
       const std::int64_t bound = bi < bounds.size() ? bounds[bi] : no_dim_bound;
-      from_ = cur_;
+      from_rank_.assign(cur_.rank);
       set_aside_full(bound);
       bool placed_all = true;
+      std::size_t end = from_step;  // cur_ holds steps [0, end)
       for (std::size_t step = from_step; step < n; ++step) {
         std::int64_t critical = no_dim_bound;
         std::size_t pos = 0;
@@ -461,6 +478,7 @@ class grid_engine {
           break;
         }
         place(step, chosen, pos);
+        end = step + 1;
       }
       if (placed_all) consider(out, bound);
       // A trajectory the bound never changed is that of every looser bound
@@ -484,11 +502,7 @@ class grid_engine {
         ++r;
       const std::size_t resume = binds_[r].step;
       binds_.resize(r);
-      if (resume >= from_step) {
-        replay(from_, from_step, resume, true);
-      } else {
-        replay(empty_, 0, resume, false);
-      }
+      rewind(end, resume, from_step);
       from_step = resume;
     }
     if (!out.ok) out.failure = std::move(failure);  // settle() clears it if a plan comes
@@ -619,7 +633,6 @@ class grid_engine {
     std::vector<std::int64_t> head;  // last step placed on each device, -1 if none
     // The devices in the greedy's order (before()); in a pass, those not full.
     device_order rank;
-    std::vector<typename group_pricer<CostModel>::sum_type> sum;  // folds (price_.folds())
   };
 
   // Strict total order of the greedy's device choice: (cost, memory, index).
@@ -794,62 +807,59 @@ class grid_engine {
                  [&](std::uint32_t a, std::uint32_t b) { return before(ps, a, b); });
   }
 
-  // cur_ = the trajectory's state before step `to`, from `base`, the state
-  // before step `base_step`: the recorded choices applied again, each device
-  // priced once at the end (a cache hit: the trajectory priced it). take:
-  // base is not needed afterwards (from_, which the next pass sets anew), so
-  // it is swapped in rather than copied (its per-device folds are most of
-  // the state) and left holding cur_'s old state.
-  void replay(pass_state& base, std::size_t base_step, std::size_t to, bool take) {
-    base_key_.assign(base.key.begin(), base.key.end());
-    if (take) {
-      std::swap(cur_, base);
-    } else {
-      cur_ = base;
-    }
-    for (std::size_t step = base_step; step < to; ++step) {
-      const std::size_t d = device_at_[step];
-      cur_.st.memory_bytes[d] += order_bytes_[step];  // no overflow: it was placed before
-      cur_.st.dram_bytes[d] += order_dram_[step];
-      cur_.st.dim_sum[d] += order_shards_[step].cols();
-      ++cur_.st.shard_count[d];
-      if (cur_.st.records_tables) {
-        cur_.st.note_placed(t_.tables.size(), order_shards_[step].table,
-                            static_cast<std::uint32_t>(d));
-      }
-      cur_.key[d] += order_keys_[step];
-      cur_.head[d] = static_cast<std::int64_t>(step);
-    }
-    const std::size_t devices = t_.cluster.size();
-    if (price_.folds()) {
-      for (std::size_t step = base_step; step < to; ++step) {
-        const std::size_t d = device_at_[step];
-        price_.add(cur_.sum[d],
-                   price_.term_at(order_terms_[kinds_.kind_of[d] * order_.size() + step]));
-      }
-    }
+  // cur_ = the trajectory's state before step `to`, from cur_ holding steps
+  // [0, end) and from_rank_ the devices' order before step `from`. Each
+  // step's placement is undone, last first (the sums are integers, and the
+  // table record is undone exactly in that order), and each device it
+  // touched takes the compute cost it had after its last step before `to`
+  // (snap_compute_; its fold is snap_sum_ there): the figures computed when
+  // that step was placed, so bitwise those of placing the steps again. The
+  // devices' order: from_rank_, the devices placed between `from` and `to`
+  // (whose keys differ from theirs before `from`) merged in anew.
+  void rewind(std::size_t end, std::size_t to, std::size_t from) {
+    moved_.assign(devices_, 0);
     changed_.clear();
-    for (std::size_t d = 0; d < devices; ++d) {
-      if (cur_.key[d] == base_key_[d]) continue;
-      cur_.compute[d] = price_.folds() ? price_.finish(cur_.sum[d], cur_.st.shard_count[d], d)
-                                       : cache_.get(cur_.key[d], [&] { return price_group(d); });
+    for (std::size_t k = end; k-- > to;) {
+      const std::uint32_t d = device_at_[k];
+      cur_.st.memory_bytes[d] -= order_bytes_[k];
+      cur_.st.dram_bytes[d] -= order_dram_[k];
+      cur_.st.dim_sum[d] -= order_shards_[k].cols();
+      --cur_.st.shard_count[d];
+      if (cur_.st.records_tables) cur_.st.note_removed(order_shards_[k].table, d);
+      cur_.key[d] -= order_keys_[k];
+      cur_.head[d] = prev_at_[k];
+      if (moved_[d] == 0) {
+        moved_[d] = 1;
+        changed_.push_back(d);
+      }
+    }
+    for (const std::uint32_t d : changed_) {
+      const std::int64_t h = cur_.head[d];
+      cur_.compute[d] = h >= 0 ? snap_compute_[static_cast<std::size_t>(h)] : empty_compute_[d];
       cur_.load[d] = cur_.compute[d].total_ms();
-      changed_.push_back(static_cast<std::uint32_t>(d));
+    }
+    cur_.rank.assign(from_rank_);
+    std::fill(moved_.begin(), moved_.end(), 0);
+    changed_.clear();
+    for (std::size_t k = std::min(to, from), last = std::max(to, from); k < last; ++k) {
+      const std::uint32_t d = device_at_[k];
+      if (moved_[d] == 0) {
+        moved_[d] = 1;
+        changed_.push_back(d);
+      }
     }
     rerank_changed();
   }
 
-  // cur_.rank holds every device in base's order (replay()): the devices in
-  // changed_ (whose keys changed) taken out, sorted, and merged back in with
-  // the others, which keep their order. O(D + c log c) for c changed devices,
-  // where sorting all is O(D log D); the result is the same (a total order).
+  // cur_.rank holds every device in an order right but for those in
+  // changed_ (whose keys changed; moved_[d] = 1 for each, 0 for the others):
+  // these taken out, sorted, and merged back in with the others, which keep
+  // their order. O(D + c log c) for c changed devices, where sorting all is
+  // O(D log D); the result is the same (a total order).
   void rerank_changed() {
     if (changed_.empty()) return;
     const auto less = [&](std::uint32_t a, std::uint32_t b) { return before(a, b); };
     std::sort(changed_.begin(), changed_.end(), less);
-    moved_.assign(devices_, 0);
-    for (const std::uint32_t d : changed_)
-      moved_[d] = 1;
     std::uint32_t* r = cur_.rank.data();
     const std::size_t n = cur_.rank.size();
     kept_.clear();
@@ -960,7 +970,6 @@ class grid_engine {
           cache_.get(ps.key[d], [&] { return model_.compute(t_, std::span<const shard>(), d); });
       ps.load[d] = ps.compute[d].total_ms();
     }
-    ps.sum.assign(devices, price_.start());
     sort_rank(ps);
   }
 
@@ -979,7 +988,8 @@ class grid_engine {
                           static_cast<std::uint32_t>(d));
     }
     cur_.key[d] += order_keys_[step];
-    prev_at_[step] = cur_.head[d];
+    const std::int64_t prev = cur_.head[d];
+    prev_at_[step] = prev;
     cur_.head[d] = static_cast<std::int64_t>(step);
     device_at_[step] = static_cast<std::uint32_t>(d);
     if (price_.folds()) {
@@ -989,15 +999,21 @@ class grid_engine {
       // in every grid run: prepare_order's, a total order on keys up to
       // pieces with equal keys and terms). So the fold extended by this
       // piece is bitwise the cost the cache would return for the new set.
-      price_.add(cur_.sum[d],
-                 price_.term_at(order_terms_[kinds_.kind_of[d] * order_.size() + step]));
-      cur_.compute[d] = price_.finish(cur_.sum[d], cur_.st.shard_count[d], d);
+      // The device's fold is kept with its last step (snap_sum_), so that a
+      // rewind (a later pass resuming at an earlier step) finds it there.
+      cur_.compute[d] = price_.add_finish(
+          snap_sum_[step], prev >= 0 ? snap_sum_[static_cast<std::size_t>(prev)] : start_sum_,
+          price_.term_at(order_terms_[kinds_.kind_of[d] * order_.size() + step]),
+          cur_.st.shard_count[d], d);
     } else {
       cur_.compute[d] = cache_.get(cur_.key[d], [&] { return price_group(d); });
     }
+    snap_compute_[step] = cur_.compute[d];
     cur_.load[d] = cur_.compute[d].total_ms();
     rerank(d, pos);
   }
+
+  using sum_type = typename group_pricer<CostModel>::sum_type;
 
   const task& t_;
   const CostModel& model_;
@@ -1021,7 +1037,6 @@ class grid_engine {
   std::vector<std::uint32_t> kept_;         // the others in order,
   std::vector<unsigned char> moved_;        // and which is which
   std::vector<multiset_key> prev_keys_;     // the previous run's order_keys_
-  std::vector<multiset_key> base_key_;      // replay(): the keys of the state it starts from
   std::vector<std::uint32_t> prev_terms_;   // and order_terms_
   std::vector<std::uint32_t> device_at_;    // step -> device in the current pass
   std::vector<std::int64_t> prev_at_;       // step -> previous step on the same device
@@ -1039,8 +1054,13 @@ class grid_engine {
   std::vector<full_dim> full_;
   std::int64_t full_from_ = no_dim_bound;
   std::int64_t min_cols_ = 0;  // the narrowest piece's columns
-  pass_state from_;            // the state the current pass started from
-  pass_state empty_;           // no piece placed
+  device_order from_rank_;     // cur_.rank when the current pass started
+  // Per step of the current trajectory: its device's compute cost and fold
+  // (price_.folds()) once the step's piece is placed; rewind() reads them.
+  std::vector<compute_cost> snap_compute_;
+  std::vector<sum_type> snap_sum_;
+  sum_type start_sum_;                       // the fold of no piece (price_.start())
+  std::vector<compute_cost> empty_compute_;  // per device: its cost with no piece
   std::vector<bind> binds_;
   std::vector<std::int64_t> bounds_;                           // grid_bounds()'s last answer
   std::tuple<std::int64_t, std::int32_t, bool> bounds_for_{};  // and its question
