@@ -208,6 +208,11 @@ inline bool goes_first(const piece& a, const piece& b) noexcept {
   return greedy_first(a.single_ms, a.bytes, a.s, b.single_ms, b.bytes, b.s);
 }
 
+// Room a beam state's vectors take beyond what they hold when they grow:
+// the search recycles states of earlier steps into new ones, each step's one
+// piece longer, so without it each reuse would reallocate.
+inline constexpr std::size_t spare_pieces = 8;
+
 // `parent` (in goes_first order) with piece `at` replaced by its priced
 // halves, each at its place in that order, written to `out` (its room kept).
 inline void split_piece(const std::vector<piece>& parent, std::size_t at,
@@ -218,7 +223,9 @@ inline void split_piece(const std::vector<piece>& parent, std::size_t at,
   const piece* h[2] = {&half.first, &half.second};
   if (goes_first(*h[1], *h[0])) std::swap(h[0], h[1]);
   out.clear();
-  out.reserve(parent.size() + 1);
+  // Room for a few more: `out` is often a recycled state of a step or two
+  // before, each step's states one piece longer than the last's.
+  if (out.capacity() < parent.size() + 1) out.reserve(parent.size() + 1 + spare_pieces);
   std::size_t k = 0;
   for (std::size_t i = 0; i < parent.size(); ++i) {
     if (i == at) continue;
@@ -409,7 +416,8 @@ struct column_beam {
           if (!improve.splittable_candidates) {
             // The authors' _col_wise_shard: the lower half keeps the piece's
             // index, the upper half is appended.
-            child.by_index.reserve(parent.by_index.size() + 1);
+            if (child.by_index.capacity() < parent.by_index.size() + 1)
+              child.by_index.reserve(parent.by_index.size() + 1 + search::detail::spare_pieces);
             child.by_index = parent.by_index;
             const auto slot =
                 std::find(child.by_index.begin(), child.by_index.end(), parent.pieces[at].s) -
