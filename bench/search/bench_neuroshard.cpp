@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -253,7 +254,9 @@ const std::vector<parity_task>& parity_tasks() {
 // iteration and its least time taken (wall and CPU apart), as the tools/
 // script takes the least of its --repeat runs: a VM's speed drifts by tens of
 // percent from minute to minute, and the least of a few runs is the figure
-// least moved by that, on both sides alike.
+// least moved by that, on both sides alike. With
+// $EMBPLAN_NEUROSHARD_PARITY_PER_TASK set, each task's least time and
+// speedup go to stderr.
 template <class Searcher>
 void bm_parity(benchmark::State& state) {
   if (!fs::exists(parity_dir() / "plans.json")) {
@@ -289,7 +292,13 @@ void bm_parity(benchmark::State& state) {
   }
   std::vector<double> speedup;
   std::vector<double> cpu_speedup;
+  const bool per_task = std::getenv("EMBPLAN_NEUROSHARD_PARITY_PER_TASK") != nullptr;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (per_task) {
+      std::fprintf(stderr, "%s: %zu tables, %zu devices, %.3f ms, the authors' %.3f s, %.0fx\n",
+                   tasks[i].t.name.c_str(), tasks[i].t.tables.size(), tasks[i].t.cluster.size(),
+                   ms[i], tasks[i].authors_s, tasks[i].authors_s * 1e3 / ms[i]);
+    }
     speedup.push_back(tasks[i].authors_s * 1e3 / ms[i]);
     cpu_speedup.push_back(tasks[i].authors_cpu_s * 1e3 / cpu_ms[i]);
   }
