@@ -18,6 +18,7 @@
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
 #include "embplan/search/detail/piecewise.hpp"
+#include "embplan/search/local_search.hpp"
 
 #include "support/random_task.hpp"
 
@@ -257,4 +258,44 @@ TEST_CASE("a model's own piecewise_compute specialisation is what the searchers 
   const auto ref = beam.search(t, model.m, rule, reward, 0);
   REQUIRE(mine.ok == ref.ok);
   CHECK(mine.placement == ref.placement);
+}
+
+// The local search prices a folding model's devices by their folds, with no
+// cache (local_improver::device_cost), a cache_groups model's through the
+// cache and the fold, and a model without piecewise_compute through
+// compute(): the same plans on every path.
+TEST_CASE("local search: the same plan by folds, by cached folds and by compute()") {
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  const embplan::local_search<embplan::column_beam> ls{
+      .start = embplan::column_beam{.candidates = 3, .width = 2, .steps = 3, .grid = 4}};
+  const counted_analytic cached;
+  int moved = 0;  // tasks where the local search changed its start's plan
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    CAPTURE(seed);
+    const auto t = search_task(seed, 12 + 4 * seed, seed % 2 ? 4 : 8,
+                               seed % 2 ? std::uint64_t{64} << 20 : std::uint64_t{512} << 20);
+    const auto folded = ls.search(t, cached.m, rule, reward, 0);
+    const auto whole =
+        ls.search(t, whole_groups<embplan::analytic_cost>{&cached.m}, rule, reward, 0);
+    counted_pieces = 0;
+    const auto via_cache = ls.search(t, cached, rule, reward, 0);
+    CHECK(counted_pieces > 0);
+    REQUIRE(folded.ok == whole.ok);
+    REQUIRE(folded.ok == via_cache.ok);
+    CHECK(folded.placement == whole.placement);
+    CHECK(folded.placement == via_cache.placement);
+    const auto start = ls.start.search(t, cached.m, rule, reward, 0);
+    moved += folded.ok && start.ok && !(start.placement == folded.placement) ? 1 : 0;
+    const auto n = ls.search(t, bundled_model(), rule, reward, 0);
+    const auto n_ref =
+        ls.search(t, whole_groups<embplan::neural_cost>{&bundled_model()}, rule, reward, 0);
+    REQUIRE(n.ok == n_ref.ok);
+    CHECK(n.placement == n_ref.placement);
+    if (seed == 0) {
+      REQUIRE(folded.ok);
+      REQUIRE(n.ok);
+    }
+  }
+  CHECK(moved >= 1);
 }
