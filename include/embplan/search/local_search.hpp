@@ -437,14 +437,20 @@ class local_improver {
     compute_[m.b] = cb;
     st_.dim_sum[m.a] = dim_a;
     st_.dim_sum[m.b] = dim_b;
-    const double c = trial_.max_ms(t_, model_, compute_, st_.dim_sum);
     if constexpr (reward_decreasing_in_max_cost<Reward>) {
+      // Where communication is never negative, a candidate whose compute +
+      // backward comm already reaches the best cost on some device is not
+      // given the forward all-to-all (plan_pricer::max_ms_below; exact).
+      const double c = comm_nonnegative_
+                           ? trial_.max_ms_below(t_, model_, compute_, st_.dim_sum, best_cost_)
+                           : trial_.max_ms(t_, model_, compute_, st_.dim_sum);
       if (c < best_cost_) {
         best_cost_ = c;
         best_ = m;
         found_ = true;
       }
     } else {
+      trial_.max_ms(t_, model_, compute_, st_.dim_sum);  // plan_cost_of reads its figures
       const std::uint64_t old_memory_a = st_.memory_bytes[m.a];
       const std::uint64_t old_memory_b = st_.memory_bytes[m.b];
       if (m.out_a != npos) st_.memory_bytes[m.a] -= shard_bytes(t_, pieces_[m.out_a]);
