@@ -296,12 +296,17 @@ class local_improver {
     for (auto& ids : of_table_)
       ids.clear();
     piece_keys_.resize(pieces_.size());
+    place_on_.resize(pieces_.size());
     for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      place_on_[i] = on_[pieces_[i].device].size();
       on_[pieces_[i].device].push_back(i);
       of_table_[pieces_[i].table].push_back(i);
       piece_keys_[i] = piece_key(pieces_[i]);
     }
     if (price_.piecewise()) {
+      folds_ready_.resize(on_.size(), 0);
+      without_.resize(on_.size());
+      all_fold_.resize(on_.size(), price_.start());
       terms_on_.resize(on_.size());
       for (std::size_t d = 0; d < on_.size(); ++d) {
         terms_on_[d].clear();
@@ -358,22 +363,57 @@ class local_improver {
   // device_cost()'s figure by a piecewise model's fold over the terms kept
   // per device (terms_on_), in the order group_pricer's operator() takes
   // them: its figure bit for bit, without building the group or hashing its
-  // pieces.
+  // pieces. The folds of the device's pieces without one of them, and with
+  // all, are kept (fold_device), so a candidate's device costs one term
+  // added and the finish.
   compute_cost fold_cost(std::size_t d, std::size_t skip1, std::size_t skip2, const shard* extra) {
-    const std::vector<std::size_t>& ids = on_[d];
-    auto acc = price_.start();
-    std::size_t n = 0;
-    const std::uint32_t* terms = terms_on_[d].data();
-    for (std::size_t k = 0; k < ids.size(); ++k) {
-      if (ids[k] == skip1 || ids[k] == skip2) continue;
-      price_.add(acc, price_.term_at(terms[k]));
-      ++n;
+    const bool skips1 = skip1 != npos && pieces_[skip1].device == d;
+    const bool skips2 = skip2 != npos && pieces_[skip2].device == d;
+    if (skips1 && skips2) [[unlikely]] {  // two pieces leave one device: no move does so
+      const std::vector<std::size_t>& ids = on_[d];
+      auto acc = price_.start();
+      std::size_t n = 0;
+      for (std::size_t k = 0; k < ids.size(); ++k) {
+        if (ids[k] == skip1 || ids[k] == skip2) continue;
+        price_.add(acc, price_.term_at(terms_on_[d][k]));
+        ++n;
+      }
+      if (extra != nullptr) {
+        price_.add(acc, price_.term(*extra, piece_key(*extra), d));
+        ++n;
+      }
+      return price_.finish(acc, n, d);
     }
-    if (extra != nullptr) {
-      price_.add(acc, price_.term(*extra, piece_key(*extra), d));
-      ++n;
+    fold_device(d);
+    const auto& acc = skips1   ? without_[d][place_on_[skip1]]
+                      : skips2 ? without_[d][place_on_[skip2]]
+                               : all_fold_[d];
+    const std::size_t n = on_[d].size() - (skips1 || skips2 ? 1 : 0);
+    if (extra == nullptr) return price_.finish(acc, n, d);
+    return price_.add_finish(scratch_fold_, acc, price_.term(*extra, piece_key(*extra), d), n + 1,
+                             d);
+  }
+
+  // all_fold_[d] and without_[d] for the device's current pieces: the fold
+  // of all of them, and per piece (its place in on_[d]) the fold of the
+  // others, each in on_[d]'s order. O(n^2) additions for n pieces, once per
+  // change of the device's pieces (apply() clears folds_ready_ for the two
+  // devices it changes; the others' pieces stay in the same order).
+  void fold_device(std::size_t d) {
+    if (folds_ready_[d] != 0) return;
+    const std::vector<std::uint32_t>& terms = terms_on_[d];
+    const std::size_t n = terms.size();
+    auto& without = without_[d];
+    without.assign(n, price_.start());
+    auto all = price_.start();
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& term = price_.term_at(terms[k]);
+      for (std::size_t j = 0; j < n; ++j)
+        if (j != k) price_.add(without[j], term);
+      price_.add(all, term);
     }
-    return price_.finish(acc, n, d);
+    all_fold_[d] = all;
+    folds_ready_[d] = 1;
   }
 
   // The constraint sees the state with the leaving pieces removed and the
@@ -488,6 +528,7 @@ class local_improver {
     if (m.has_in_b) st_.place(t_, m.in_b);
     // Rebuild the per-device and per-table lists (indices moved); price a and b.
     index_pieces();
+    if (price_.piecewise()) folds_ready_[m.a] = folds_ready_[m.b] = 0;
     for (const std::size_t d : {m.a, m.b}) {
       key_[d] = kinds_.empty(d);
       for (const std::size_t i : on_[d])
@@ -521,8 +562,15 @@ class local_improver {
   std::vector<std::vector<std::size_t>> on_;        // device -> its pieces
   std::vector<std::vector<std::size_t>> of_table_;  // table -> its pieces
   std::vector<multiset_key> piece_keys_;            // piece -> piece_key
-  // device -> the terms of its pieces (price_.term_index), as on_ (piecewise models)
+  std::vector<std::size_t> place_on_;               // piece -> its place in on_[its device]
+  // Piecewise models: device -> the terms of its pieces (price_.term_index),
+  // as on_; and the folds fold_device() keeps.
+  using sum_type = typename group_pricer<CostModel>::sum_type;
   std::vector<std::vector<std::uint32_t>> terms_on_;
+  std::vector<unsigned char> folds_ready_;
+  std::vector<std::vector<sum_type>> without_;
+  std::vector<sum_type> all_fold_;
+  sum_type scratch_fold_{};
   std::vector<multiset_key> key_;
   std::vector<compute_cost> compute_;
   placement_state st_;
