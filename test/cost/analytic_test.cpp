@@ -2,8 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "embplan/core/error.hpp"
@@ -204,6 +207,40 @@ TEST_CASE("start skew adds exactly the wait for the last starter") {
     CHECK(skewed[d].fwd_ms == doctest::Approx(base[d].fwd_ms + (1.5 - start[d])).epsilon(1e-12));
   }
   CHECK(skewed[1].fwd_ms == base[1].fwd_ms);  // the last starter waits for no one
+}
+
+// What forward_is_skew_plus_backward() promises the pricers
+// (concepts/cost_model.hpp), bit for bit: random dims and starts, one host,
+// several, a partial last one, and one device.
+TEST_CASE("the forward all-to-all is the start skew plus the backward one, bit for bit") {
+  const embplan::analytic_cost model;
+  embplan::task t = small_task();
+  CHECK(model.forward_is_skew_plus_backward(t));
+  embplan::rng gen(5);
+  for (const auto& [devices, per_host] : std::vector<std::pair<std::size_t, std::int32_t>>{
+           {1, 1}, {4, 4}, {8, 8}, {8, 2}, {7, 3}, {16, 4}}) {
+    CAPTURE(devices);
+    CAPTURE(per_host);
+    t.cluster = embplan::uniform_topology(devices, {}, per_host);
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<std::int64_t> dims(devices);
+      std::vector<double> start(devices);
+      for (std::size_t d = 0; d < devices; ++d) {
+        dims[d] = 4 * gen.between(0, 100);
+        start[d] = gen.uniform(0.0, 3.0);
+      }
+      if (trial % 5 == 0) start.assign(devices, 0.0);
+      std::vector<embplan::comm_cost> zero_start(devices), out(devices);
+      model.communication(t, dims, std::vector<double>(devices, 0.0), zero_start);
+      model.communication(t, dims, start, out);
+      const double last = *std::max_element(start.begin(), start.end());
+      for (std::size_t d = 0; d < devices; ++d) {
+        CHECK(out[d].bwd_ms == zero_start[d].bwd_ms);
+        CHECK(out[d].fwd_ms == (last - start[d]) + zero_start[d].bwd_ms);
+        CHECK(!std::signbit(out[d].fwd_ms));
+      }
+    }
+  }
 }
 
 TEST_CASE("one device has no communication") {

@@ -288,6 +288,10 @@ TEST_CASE("neural_cost: the split methods are communication()'s halves, learned 
     const auto learned = compute_model_with(random_comm(devices, 31));
     const embplan::neural_cost analytic = bundled_compute();
     REQUIRE(analytic.communication_name() == "analytic");
+    // Only the analytic communication promises the forward half from the
+    // backward one (plan_pricer::forward derives it then).
+    CHECK(analytic.forward_is_skew_plus_backward(task_on(devices, 65536)));
+    CHECK_FALSE(learned.forward_is_skew_plus_backward(task_on(devices, 4096)));
     for (int i = 0; i < 100; ++i) {
       CAPTURE(i);
       const auto in = random_input(devices, gen);

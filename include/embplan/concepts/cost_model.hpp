@@ -54,6 +54,26 @@ concept split_communication = requires(const M& m, const task& t,
   { m.forward_communication(t, dim_sum, start_ms, ms, clamp) } -> std::same_as<void>;
 };
 
+// Optional too: a model whose forward all-to-all is, bit for bit, each
+// device's start skew plus its backward figure,
+//   communication(t, dim_sum, start_ms, out): out[d].fwd_ms ==
+//     (max(start_ms) - start_ms[d]) + out[d].bwd_ms, and bwd_ms independent of start_ms,
+// says so with a method
+//   bool forward_is_skew_plus_backward(const task&) const noexcept;
+// (the analytic model: a transfer time per device and the wait for the last
+// device to start). A pricer then computes the forward half from the backward
+// one instead of asking the model again (plan_pricer::forward).
+template <class M>
+bool forward_is_skew_plus_backward(const M& m, const task& t) noexcept {
+  if constexpr (requires {
+                  { m.forward_is_skew_plus_backward(t) } -> std::convertible_to<bool>;
+                }) {
+    return static_cast<bool>(m.forward_is_skew_plus_backward(t));
+  } else {
+    return false;
+  }
+}
+
 // A further refinement: the halves of several plans in one call, where that
 // is cheaper than one call each (a learned model's networks then read their
 // weights once for several rows: cost/neural_comm.hpp).

@@ -157,6 +157,10 @@ struct analytic_cost {
            t.cluster.inter_host_bandwidth_gbps > 0.0;
   }
 
+  // communication()'s forward figure is (max start - own start) + its
+  // backward figure (concepts/cost_model.hpp): pricers derive it.
+  bool forward_is_skew_plus_backward(const task&) const noexcept { return true; }
+
   // Forward read + write of one piece on `device`, without the launch, in its
   // table's tier (tiered_piece_forward_ms off hbm).
   double piece_forward_ms(const task& t, const shard& s, std::size_t device) const {

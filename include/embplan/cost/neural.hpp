@@ -193,6 +193,11 @@ class neural_cost {
     std::visit([&](const auto& c) { c.communication(t, dim_sum, start_ms, out); }, comm_);
   }
 
+  // With the analytic communication, as analytic_cost's.
+  bool forward_is_skew_plus_backward(const task&) const noexcept {
+    return std::holds_alternative<analytic_cost>(comm_);
+  }
+
   // The halves of communication() (split_communication,
   // concepts/cost_model.hpp): a learned communication runs only the network
   // asked for (neural_comm::backward_communication / forward_communication;

@@ -273,7 +273,13 @@ class plan_pricer {
     const double earliest = devices ? *std::min_element(start_.begin(), start_.end()) : 0.0;
     for (auto& s : start_)
       s -= earliest;
-    if constexpr (split_communication<CostModel>) {
+    if (forward_is_skew_plus_backward(model, t)) {
+      // The model's own arithmetic on its own backward figures, so bit for
+      // bit what it would answer (concepts/cost_model.hpp).
+      const double last = devices ? *std::max_element(start_.begin(), start_.end()) : 0.0;
+      for (std::size_t d = 0; d < devices; ++d)
+        fwd_comm_[d] = (last - start_[d]) + bwd_comm_[d];
+    } else if constexpr (split_communication<CostModel>) {
       model.forward_communication(t, dim_sum, std::span<const double>(start_),
                                   std::span<double>(fwd_comm_), clamp_);
     } else {
