@@ -243,6 +243,44 @@ TEST_CASE("the forward all-to-all is the start skew plus the backward one, bit f
   }
 }
 
+TEST_CASE("transfer_ms of a device's own, host and total sums is communication()'s, bit for bit") {
+  const embplan::analytic_cost model;
+  embplan::task t = small_task();
+  CHECK(model.all_to_all_is_analytic(t));
+  embplan::rng gen(11);
+  for (const auto& [devices, per_host] : std::vector<std::pair<std::size_t, std::int32_t>>{
+           {2, 2}, {4, 4}, {8, 8}, {8, 1}, {8, 2}, {7, 3}, {16, 4}}) {
+    CAPTURE(devices);
+    CAPTURE(per_host);
+    t.cluster = embplan::uniform_topology(devices, {}, per_host);
+    t.cluster.collective_latency_ms = 0.05;
+    t.cluster.inter_host_bandwidth_gbps = 12.5;
+    const auto terms = embplan::analytic_cost::all_to_all_of(t);
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<std::int64_t> dims(devices);
+      for (auto& d : dims)
+        d = 4 * gen.between(0, 300);
+      std::vector<embplan::comm_cost> out(devices);
+      model.communication(t, dims, std::vector<double>(devices, 0.0), out);
+      std::int64_t total = 0;
+      for (const auto d : dims)
+        total += d;
+      const auto per = static_cast<std::size_t>(per_host);
+      for (std::size_t d = 0; d < devices; ++d) {
+        const std::size_t first = d / per * per;
+        const std::size_t last = std::min(devices, first + per);
+        std::int64_t host = 0;
+        for (std::size_t k = first; k < last; ++k)
+          host += dims[k];
+        const double got = embplan::analytic_cost::transfer_ms(
+            terms, static_cast<double>(dims[d]), static_cast<double>(host),
+            static_cast<double>(last - first), static_cast<double>(total));
+        CHECK(got == out[d].bwd_ms);
+      }
+    }
+  }
+}
+
 TEST_CASE("one device has no communication") {
   const auto t = small_task();
   const std::vector<std::int64_t> dims{512};

@@ -74,6 +74,25 @@ bool forward_is_skew_plus_backward(const M& m, const task& t) noexcept {
   }
 }
 
+// Optional too: a model whose communication() is, bit for bit, analytic_cost's
+// all-to-all (cost/analytic.hpp: each device's backward figure
+// analytic_cost::transfer_ms of its own column sum, its host's and the
+// cluster's; the forward one that plus its start skew) says so with a method
+//   bool all_to_all_is_analytic(const task&) const noexcept;
+// (analytic_cost; neural_cost where its communication is the analytic one).
+// A search may then price the devices a change touches alone, and bound a
+// candidate's cost before pricing the whole plan (search/local_search.hpp).
+template <class M>
+bool all_to_all_is_analytic(const M& m, const task& t) noexcept {
+  if constexpr (requires {
+                  { m.all_to_all_is_analytic(t) } -> std::convertible_to<bool>;
+                }) {
+    return static_cast<bool>(m.all_to_all_is_analytic(t));
+  } else {
+    return false;
+  }
+}
+
 // A further refinement: the halves of several plans in one call, where that
 // is cheaper than one call each (a learned model's networks then read their
 // weights once for several rows: cost/neural_comm.hpp).

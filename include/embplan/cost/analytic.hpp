@@ -161,6 +161,45 @@ struct analytic_cost {
   // backward figure (concepts/cost_model.hpp): pricers derive it.
   bool forward_is_skew_plus_backward(const task&) const noexcept { return true; }
 
+  // communication() is this model's all-to-all (concepts/cost_model.hpp):
+  // a device's figures depend on its own column sum, its host's and the
+  // cluster's, so a search may price the devices a change touches alone
+  // (all_to_all_of, transfer_ms).
+  bool all_to_all_is_analytic(const task&) const noexcept { return true; }
+
+  // communication()'s constants for task t, and a device's transfer time
+  // from them: latency + the slower of its intra-host and inter-host
+  // exchanges, for a device whose own column sum is `own` in a host of
+  // `host_devices` devices whose sums add to `host_dim`, the cluster's to
+  // `total_dim`. On two or more devices, out[d].bwd_ms of communication() bit
+  // for bit (communication() computes it so); the column sums are integers,
+  // so any order of adding them gives the same doubles.
+  struct all_to_all_terms {
+    double devices = 0.0;
+    double column_bytes = 0.0;  // bytes per column exchanged with one peer
+    double intra_bpms = 0.0;    // bytes per ms inside a host
+    double inter_bpms = 0.0;    // bytes per ms between hosts
+    double latency_ms = 0.0;
+  };
+  static all_to_all_terms all_to_all_of(const task& t) noexcept {
+    const auto n = static_cast<double>(t.cluster.size());
+    return {.devices = n,
+            .column_bytes = static_cast<double>(t.batch_size) / n * cost::detail::pooled_bytes,
+            .intra_bpms = t.cluster.intra_host_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps,
+            .inter_bpms = t.cluster.inter_host_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps,
+            .latency_ms = t.cluster.collective_latency_ms};
+  }
+  static double transfer_ms(const all_to_all_terms& a, double own, double host_dim,
+                            double host_devices, double total_dim) noexcept {
+    const double intra_peers = host_devices - 1.0;
+    const double inter_peers = a.devices - host_devices;
+    const double intra_ms =
+        std::max(intra_peers * own, host_dim - own) * a.column_bytes / a.intra_bpms;
+    const double inter_ms =
+        std::max(inter_peers * own, total_dim - host_dim) * a.column_bytes / a.inter_bpms;
+    return a.latency_ms + std::max(intra_ms, inter_ms);
+  }
+
   // Forward read + write of one piece on `device`, without the launch, in its
   // table's tier (tiered_piece_forward_ms off hbm).
   double piece_forward_ms(const task& t, const shard& s, std::size_t device) const {
@@ -262,24 +301,12 @@ struct analytic_cost {
         ++h;
       }
     }
-    // Bytes per column exchanged with one peer: its share of the batch, fp32.
-    const double column_bytes =
-        static_cast<double>(t.batch_size) / static_cast<double>(n) * cost::detail::pooled_bytes;
-    const double intra_bpms =
-        t.cluster.intra_host_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
-    const double inter_bpms =
-        t.cluster.inter_host_bandwidth_gbps * cost::detail::bytes_per_ms_per_gbps;
+    const all_to_all_terms a = all_to_all_of(t);
     const double last_start = *std::max_element(start_ms.begin(), start_ms.end());
     for (std::size_t d = 0, h = 0, k = 0; d < n; ++d) {
-      const double own = static_cast<double>(dim_sum[d]);
-      const double intra_peers = host_devices[h] - 1.0;
-      const double inter_peers = static_cast<double>(n) - host_devices[h];
-      const double intra_ms =
-          std::max(intra_peers * own, host_dim[h] - own) * column_bytes / intra_bpms;
-      const double inter_ms =
-          std::max(inter_peers * own, total_dim - host_dim[h]) * column_bytes / inter_bpms;
-      const double transfer_ms = t.cluster.collective_latency_ms + std::max(intra_ms, inter_ms);
-      out[d] = comm_cost{.fwd_ms = (last_start - start_ms[d]) + transfer_ms, .bwd_ms = transfer_ms};
+      const double transfer =
+          transfer_ms(a, static_cast<double>(dim_sum[d]), host_dim[h], host_devices[h], total_dim);
+      out[d] = comm_cost{.fwd_ms = (last_start - start_ms[d]) + transfer, .bwd_ms = transfer};
       if (++k == per_host) {
         k = 0;
         ++h;

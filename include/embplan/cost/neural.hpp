@@ -197,6 +197,9 @@ class neural_cost {
   bool forward_is_skew_plus_backward(const task&) const noexcept {
     return std::holds_alternative<analytic_cost>(comm_);
   }
+  bool all_to_all_is_analytic(const task&) const noexcept {
+    return std::holds_alternative<analytic_cost>(comm_);
+  }
 
   // The halves of communication() (split_communication,
   // concepts/cost_model.hpp): a learned communication runs only the network

@@ -36,11 +36,16 @@
 // so neuroshard_ls plans every task such splits can fit.
 // Cost per round: O(p B p_b) candidates, p pieces on the bottleneck devices,
 // B <= 4 x destinations devices to go to, each priced with two device
-// lookups and, unless its two devices' compute alone already reaches the best
-// candidate's cost (communication never negative, a reward decreasing in max
-// cost), one plan pricing (O(D)); the constraint sees each candidate's state
-// by changing the current one in place and back (O(1)). So a round is
-// O(p B p_b D) whatever the task's size, not O(p D^2 p_b).
+// lookups and, unless a bound already reaches the best candidate's cost,
+// one plan pricing (O(D)). The bounds (a reward decreasing in max cost,
+// communication never negative): its two devices' compute; and, where the
+// model's communication is the analytic all-to-all (all_to_all_is_analytic)
+// and the move stays within a host (or hosts are single devices), the plan's
+// cost from the two devices' new transfers and the other devices' figures
+// (comm_bound: O(1)). The constraint sees each candidate's state by changing
+// the current one in place and back (O(1)). So a round is O(p B p_b D)
+// whatever the task's size, not O(p D^2 p_b), and O(p B p_b) where the
+// bound sets the candidates aside.
 
 #include <algorithm>
 #include <array>
@@ -63,6 +68,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/cost/analytic.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
@@ -82,6 +88,10 @@ struct local_move {
   shard in_b{};              // piece entering device b (if has_in_b)
   bool has_in_a = false;
   bool has_in_b = false;
+  // The piece whose copy in_a (in_b) is, moved from its device; npos for a
+  // new shape (a split's half, a merge).
+  std::size_t copy_a = npos;
+  std::size_t copy_b = npos;
   std::size_t a = 0;
   std::size_t b = 0;
   static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
@@ -102,6 +112,9 @@ class local_improver {
       , reward_(std::move(score))
       , destinations_(std::max<std::size_t>(destinations, 1))
       , comm_nonnegative_(communication_nonnegative(model, t))
+      , analytic_comm_(comm_nonnegative_ && t.cluster.size() >= 2 &&
+                       forward_is_skew_plus_backward(model, t) && all_to_all_is_analytic(model, t))
+      , a2a_(analytic_cost::all_to_all_of(t))
       , kinds_(t)
       , price_(t, model, kinds_) {
     const std::size_t devices = t.cluster.size();
@@ -130,6 +143,8 @@ class local_improver {
   std::uint64_t comm_calls() const noexcept { return pricer_.calls(); }
   // Device costs a folding model priced without the cache (device_cost).
   std::uint64_t folded() const noexcept { return folded_; }
+  // Candidates comm_bound set aside without pricing their plan.
+  std::uint64_t bounded() const noexcept { return bounded_; }
 
   // One steepest-ascent step; false when no candidate raises the score.
   bool improve() {
@@ -150,6 +165,7 @@ class local_improver {
     }
     found_ = false;
     top_compute();
+    if (analytic_comm_) top_comm();
     pick_destinations(totals, starts);
     std::vector<std::size_t> sources{by_total};
     if (by_start != by_total) sources.push_back(by_start);
@@ -166,6 +182,7 @@ class local_improver {
           m.out_a = i;
           m.in_b = moved(p, b);
           m.has_in_b = true;
+          m.copy_b = i;
           try_move(m);  // move
           for (const std::size_t j : on_[b]) {
             if (pieces_[j].replica) continue;
@@ -173,6 +190,7 @@ class local_improver {
             w.out_b = j;
             w.in_a = moved(pieces_[j], a);
             w.has_in_a = true;
+            w.copy_a = j;
             try_move(w);  // swap
           }
           if (p.cols() % 8 == 0 && p.cols() >= 8) {
@@ -181,6 +199,7 @@ class local_improver {
             h.in_a.col_end = p.col_begin + p.cols() / 2;
             h.has_in_a = true;
             h.in_b.col_begin = h.in_a.col_end;
+            h.copy_b = npos;
             try_move(h);  // split, upper half to b
           }
           for (const std::size_t j : on_[b]) {
@@ -217,21 +236,96 @@ class local_improver {
 
  private:
   static constexpr std::size_t npos = local_move::npos;
+  struct top_entry {
+    double total;
+    std::size_t device;
+  };
 
   // The three largest compute totals of the current plan, for the bound of
   // try_move (devices other than a candidate's two keep theirs).
   void top_compute() {
     top_.fill(top_entry{-std::numeric_limits<double>::infinity(), npos});
-    for (std::size_t d = 0; d < compute_.size(); ++d) {
-      top_entry e{compute_[d].total_ms(), d};
-      for (auto& slot : top_)
-        if (e.total > slot.total) std::swap(e, slot);
-    }
+    for (std::size_t d = 0; d < compute_.size(); ++d)
+      keep_top(top_, top_entry{compute_[d].total_ms(), d});
   }
   double max_compute_except(std::size_t a, std::size_t b) const noexcept {
-    for (const auto& e : top_)
+    return max_except(top_, a, b);
+  }
+  template <class Top>
+  static double max_except(const Top& top, std::size_t a, std::size_t b) noexcept {
+    for (const auto& e : top)
       if (e.device != a && e.device != b) return e.total;
     return -std::numeric_limits<double>::infinity();
+  }
+  static void keep_top(std::array<top_entry, 3>& top, top_entry e) noexcept {
+    for (auto& slot : top)
+      if (e.total > slot.total) std::swap(e, slot);
+  }
+
+  // For comm_bound: the current plan's column sums per host and in all, and
+  // the three largest starts (compute + backward comm) and backward comms,
+  // from pricer_, which priced the current plan.
+  void top_comm() {
+    const std::size_t devices = st_.dim_sum.size();
+    const auto per_host = static_cast<std::size_t>(t_.cluster.devices_per_host);
+    host_dim_.assign((devices + per_host - 1) / per_host, 0);
+    total_dim_ = 0;
+    for (std::size_t d = 0; d < devices; ++d) {
+      host_dim_[d / per_host] += st_.dim_sum[d];
+      total_dim_ += st_.dim_sum[d];
+    }
+    constexpr top_entry none{-std::numeric_limits<double>::infinity(), npos};
+    top_start_.fill(none);
+    top_transfer_.fill(none);
+    const auto starts = pricer_.starts();
+    const auto transfers = pricer_.backward_comm();
+    for (std::size_t d = 0; d < devices; ++d) {
+      keep_top(top_start_, top_entry{starts[d], d});
+      keep_top(top_transfer_, top_entry{transfers[d], d});
+    }
+  }
+
+  // A lower bound on the cost of the current plan with devices a and b at
+  // compute ca and cb and column sums dim_a and dim_b, for a model whose
+  // communication is the analytic all-to-all (all_to_all_is_analytic): or
+  // -infinity where the other devices' communication changes too (a and b
+  // in different hosts of several devices, or another column total). Then
+  // only a's and b's transfers change (analytic_cost::transfer_ms of their
+  // own sums, their host's and the total), and the plan costs
+  //   max over d of start_d + (max start - start_d) + transfer_d
+  //     = max start + max transfer
+  // (start_d = compute_d + transfer_d; plan_pricer's arithmetic). Rounding
+  // puts the priced figure within ~10 ulps of that (every term is
+  // non-negative and at most the cost), so 1e-13 of it below is a bound: a
+  // candidate whose bound reaches the best cost cannot beat it, and is not
+  // priced device by device.
+  double comm_bound(std::size_t a, std::size_t b, const compute_cost& ca, const compute_cost& cb,
+                    std::int64_t dim_a, std::int64_t dim_b) const noexcept {
+    const auto per_host = static_cast<std::size_t>(t_.cluster.devices_per_host);
+    const std::size_t ha = a / per_host;
+    const std::size_t hb = b / per_host;
+    const std::int64_t delta_a = dim_a - st_.dim_sum[a];
+    const std::int64_t delta_b = dim_b - st_.dim_sum[b];
+    if ((ha != hb && per_host > 1) || delta_a + delta_b != 0) {
+      return -std::numeric_limits<double>::infinity();
+    }
+    const auto devices = st_.dim_sum.size();
+    const auto host_devices = [&](std::size_t h) {
+      return static_cast<double>(std::min(per_host, devices - h * per_host));
+    };
+    const auto total = static_cast<double>(total_dim_);
+    // In one host its sum is unchanged; one device per host: each its own sum.
+    const std::int64_t host_a = ha == hb ? host_dim_[ha] : dim_a;
+    const std::int64_t host_b = ha == hb ? host_dim_[hb] : dim_b;
+    const double ta = analytic_cost::transfer_ms(
+        a2a_, static_cast<double>(dim_a), static_cast<double>(host_a), host_devices(ha), total);
+    const double tb = analytic_cost::transfer_ms(
+        a2a_, static_cast<double>(dim_b), static_cast<double>(host_b), host_devices(hb), total);
+    const double start = std::max(
+        {ca.fwd_ms + ca.bwd_ms + ta, cb.fwd_ms + cb.bwd_ms + tb, max_except(top_start_, a, b)});
+    const double transfer = std::max({ta, tb, max_except(top_transfer_, a, b)});
+    const double cost = start + transfer;
+    return cost - 1e-13 * cost;
   }
 
   // base_ = the round's destinations, ascending (the order every device was
@@ -337,13 +431,13 @@ class local_improver {
   // million sets, and on 500 tables x 8 devices the analytic model's local
   // search ran 1.7x as fast without it (and in 10 MB of RSS, not 58).
   compute_cost device_cost(std::size_t d, const multiset_key& key, std::size_t skip1,
-                           std::size_t skip2, const shard* extra) {
+                           std::size_t skip2, const shard* extra, std::size_t copy = npos) {
     if (price_.folds()) {
       ++folded_;
-      return fold_cost(d, skip1, skip2, extra);
+      return fold_cost(d, skip1, skip2, extra, copy);
     }
     return cache_.get(key, [&] {
-      if (price_.piecewise()) return fold_cost(d, skip1, skip2, extra);
+      if (price_.piecewise()) return fold_cost(d, skip1, skip2, extra, copy);
       const std::vector<std::size_t>& ids = on_[d];
       group_.clear();
       keys_.clear();
@@ -366,7 +460,11 @@ class local_improver {
   // pieces. The folds of the device's pieces without one of them, and with
   // all, are kept (fold_device), so a candidate's device costs one term
   // added and the finish.
-  compute_cost fold_cost(std::size_t d, std::size_t skip1, std::size_t skip2, const shard* extra) {
+  // `extra` a copy of piece `copy` (npos: of none) moved to d takes that
+  // piece's term where both devices are of one kind (device_kinds): the same
+  // key and kind, so the term term() would find.
+  compute_cost fold_cost(std::size_t d, std::size_t skip1, std::size_t skip2, const shard* extra,
+                         std::size_t copy) {
     const bool skips1 = skip1 != npos && pieces_[skip1].device == d;
     const bool skips2 = skip2 != npos && pieces_[skip2].device == d;
     if (skips1 && skips2) [[unlikely]] {  // two pieces leave one device: no move does so
@@ -390,6 +488,13 @@ class local_improver {
                                : all_fold_[d];
     const std::size_t n = on_[d].size() - (skips1 || skips2 ? 1 : 0);
     if (extra == nullptr) return price_.finish(acc, n, d);
+    if (copy != npos) {
+      const std::size_t from = pieces_[copy].device;
+      if (kinds_.kind_of[from] == kinds_.kind_of[d]) {
+        return price_.add_finish(scratch_fold_, acc,
+                                 price_.term_at(terms_on_[from][place_on_[copy]]), n + 1, d);
+      }
+    }
     return price_.add_finish(scratch_fold_, acc, price_.term(*extra, piece_key(*extra), d), n + 1,
                              d);
   }
@@ -435,13 +540,19 @@ class local_improver {
     return ok;
   }
 
+  // Where the model folds, a candidate is priced, bounded and only then put
+  // to the constraint: its two device costs are a term and a head each, the
+  // bounds set most candidates aside, and admitted() took a fifth of the
+  // search's time (500 tables on 8 devices) when it came first. A model
+  // priced through the cache is asked only about admitted candidates. Either
+  // way the best admitted candidate wins.
   void try_move(const local_move& m) {
-    if (!admitted(m)) return;
+    const bool keyed = !price_.folds();  // the cache's keys (device_cost)
+    if (keyed && !admitted(m)) return;
     multiset_key ka = key_[m.a];
     multiset_key kb = key_[m.b];
     std::int64_t dim_a = st_.dim_sum[m.a];
     std::int64_t dim_b = st_.dim_sum[m.b];
-    const bool keyed = !price_.folds();  // the cache's keys (device_cost)
     if (m.out_a != npos) {
       if (keyed) ka -= piece_keys_[m.out_a];
       dim_a -= pieces_[m.out_a].cols();
@@ -458,8 +569,10 @@ class local_improver {
       if (keyed) kb += piece_key(m.in_b);
       dim_b += m.in_b.cols();
     }
-    const compute_cost ca = device_cost(m.a, ka, m.out_a, m.out_b, m.has_in_a ? &m.in_a : nullptr);
-    const compute_cost cb = device_cost(m.b, kb, m.out_a, m.out_b, m.has_in_b ? &m.in_b : nullptr);
+    const compute_cost ca =
+        device_cost(m.a, ka, m.out_a, m.out_b, m.has_in_a ? &m.in_a : nullptr, m.copy_a);
+    const compute_cost cb =
+        device_cost(m.b, kb, m.out_a, m.out_b, m.has_in_b ? &m.in_b : nullptr, m.copy_b);
     if constexpr (reward_decreasing_in_max_cost<Reward>) {
       // Every device's total is at least its compute where communication is
       // never negative (plan_pricer.hpp): a candidate whose compute alone
@@ -467,7 +580,12 @@ class local_improver {
       if (comm_nonnegative_ &&
           std::max({ca.total_ms(), cb.total_ms(), max_compute_except(m.a, m.b)}) >= best_cost_)
         return;
+      if (analytic_comm_ && comm_bound(m.a, m.b, ca, cb, dim_a, dim_b) >= best_cost_) {
+        ++bounded_;
+        return;
+      }
     }
+    if (!keyed && !admitted(m)) return;
     // The candidate's figures in place of the current plan's, then back.
     const compute_cost old_a = compute_[m.a];
     const compute_cost old_b = compute_[m.b];
@@ -545,6 +663,10 @@ class local_improver {
   Reward reward_;
   std::size_t destinations_;
   bool comm_nonnegative_;  // communication_nonnegative(model_, t_)
+  // The analytic all-to-all, never negative, forward = skew + backward: the
+  // candidates are bounded by comm_bound.
+  bool analytic_comm_;
+  analytic_cost::all_to_all_terms a2a_;
   device_kinds kinds_;
   group_pricer<CostModel> price_;
   // Device costs of a model that does not fold (device_cost), at most
@@ -581,11 +703,13 @@ class local_improver {
   plan_cost scored_;
   bool found_ = false;
   local_move best_;
-  struct top_entry {
-    double total;
-    std::size_t device;
-  };
-  std::array<top_entry, 3> top_{};   // top_compute()
+  std::array<top_entry, 3> top_{};  // top_compute()
+  // top_comm(): per host and total column sums, the largest starts and transfers.
+  std::vector<std::int64_t> host_dim_;
+  std::int64_t total_dim_ = 0;
+  std::array<top_entry, 3> top_start_{};
+  std::array<top_entry, 3> top_transfer_{};
+  std::uint64_t bounded_ = 0;        // bounded()
   std::vector<std::size_t> base_;    // the round's destinations
   std::vector<std::size_t> ranked_;  // scratch of pick_destinations
   std::vector<double> rank_key_;     // likewise

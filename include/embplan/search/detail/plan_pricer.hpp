@@ -218,6 +218,8 @@ class plan_pricer {
 
   std::span<const double> totals() const noexcept { return totals_; }
   std::span<const double> starts() const noexcept { return starts_; }
+  // Each device's backward communication in the plan last priced.
+  std::span<const double> backward_comm() const noexcept { return bwd_comm_; }
   // The pricer's communication calls to the model: one per backward and one
   // per forward all-to-all priced (2 per plan max_ms() prices, 1 for a plan
   // max_ms_below() gives up after the backward), whether a call is a split
