@@ -5,7 +5,8 @@
 // neural_cost: NeuroShard's compute net + analytic communication), from 1,000
 // tables on 128 devices to 10,000 tables on 1,024 devices (issue 19 item 9),
 // and the two sizes issue 24 names: 500 tables on 8 devices, 5,384 on 1,024;
-// and both planners with data-parallel copies and row splits (staged).
+// and both planners with data-parallel copies and row splits (staged), and
+// with those and memory tiers on a task HBM cannot hold (all_options).
 // Tables: bench/common/bench_task.hpp (the synthetic pool, dims {4, ..., 128},
 // memory never refuses). Goal at 10,000 x 1,024: <= 5 s and <= 200 MB per plan.
 //
@@ -30,10 +31,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <type_traits>
 
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/neural.hpp"
 #include "embplan/presets.hpp"
+#include "embplan/rowwise/tiers.hpp"
 
 #include "common/bench_task.hpp"
 #include "common/bundled_model.hpp"
@@ -75,14 +78,26 @@ double max_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-template <class Planner>
-void run(benchmark::State& state, const Planner& p) {
-  const auto t = embplan_bench::bench_task(state.range(0), state.range(1));
+struct no_prepare {};
+
+// `prepare(task&)` (unless no_prepare) runs inside the timed call, before
+// planning, on a copy of the task (choose_tiers for the tiered rows; the
+// copy is timed and counted with it).
+template <class Planner, class Prepare>
+void run(benchmark::State& state, const Planner& p, const embplan::task& t, Prepare prepare) {
   double peak_mb = 0.0;
   for (auto _ : state) {
     const std::int64_t base = live_bytes.load();
     peak_bytes.store(base);
-    auto r = p(t, 0);
+    auto r = [&] {
+      if constexpr (std::is_same_v<Prepare, no_prepare>) {
+        return p(t, 0);
+      } else {
+        embplan::task planned = t;
+        prepare(planned);
+        return p(planned, 0);
+      }
+    }();
     peak_mb = std::max(peak_mb, static_cast<double>(peak_bytes.load() - base) / 1e6);
     if (!r.ok) state.SkipWithError(r.failure.c_str());
     state.counters["cost_ms"] = r.cost_ms.max_ms();
@@ -91,6 +106,11 @@ void run(benchmark::State& state, const Planner& p) {
   }
   state.counters["peak_heap_MB"] = peak_mb;
   state.counters["max_rss_MB"] = max_rss_mb();
+}
+
+template <class Planner>
+void run(benchmark::State& state, const Planner& p) {
+  run(state, p, embplan_bench::bench_task(state.range(0), state.range(1)), no_prepare{});
 }
 
 void bm_torchrec(benchmark::State& state) {
@@ -133,6 +153,37 @@ void bm_torchrec_data_parallel(benchmark::State& state) {
 
 void bm_neuroshard_ls_data_parallel(benchmark::State& state) {
   run(state, staged(embplan::neuroshard_ls_planner{}));
+}
+
+// Every option at once (issue 24: every sharding type and the cache
+// option): devices whose HBM holds 80 % of the tables (host DRAM unbounded),
+// so choose_tiers (rowwise/tiers.hpp, inside the timed call) first moves
+// tables behind a cache in HBM (uvm_caching) or to host memory until they
+// take 90 % of HBM; then the staged planner replicates small tables
+// (data-parallel), splits by rows a table no device holds, and places the
+// rest table-wise and column-wise. What `plan --tiers auto --data-parallel
+// auto --planner rowwise_<p>` runs.
+embplan::task tight_hbm_task(std::int64_t tables, std::int64_t devices) {
+  auto t = embplan_bench::bench_task(tables, devices);
+  const auto need = static_cast<double>(embplan::tables_hbm_bytes(t));
+  for (auto& d : t.cluster.devices)
+    d.memory_bytes = static_cast<std::uint64_t>(0.8 * need / static_cast<double>(devices));
+  return t;
+}
+
+template <class Planner>
+void run_tiered(benchmark::State& state, const Planner& p) {
+  run(state, staged(p), tight_hbm_task(state.range(0), state.range(1)), [&](embplan::task& t) {
+    state.counters["tier_moves"] = static_cast<double>(embplan::choose_tiers(t).size());
+  });
+}
+
+void bm_torchrec_all_options(benchmark::State& state) {
+  run_tiered(state, embplan::torchrec_planner{});
+}
+
+void bm_neuroshard_ls_all_options(benchmark::State& state) {
+  run_tiered(state, embplan::neuroshard_ls_planner{});
 }
 
 void sizes(benchmark::internal::Benchmark* b) {
@@ -206,5 +257,7 @@ BENCHMARK(bm_neuroshard_ls_learned)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_learned_2threads)->Apply(sizes);
 BENCHMARK(bm_torchrec_data_parallel)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_data_parallel)->Apply(sizes);
+BENCHMARK(bm_torchrec_all_options)->Apply(sizes);
+BENCHMARK(bm_neuroshard_ls_all_options)->Apply(sizes);
 
 BENCHMARK_MAIN();
