@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "embplan/constraint/all_of.hpp"
+#include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/cost/heuristic.hpp"
@@ -16,6 +18,7 @@
 #include "embplan/rl/autoshard_preset.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
+#include "embplan/search/local_search.hpp"
 #include "embplan/search/random_placement.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 
@@ -137,4 +140,79 @@ TEST_CASE("a table too big for all devices together still fails, naming it") {
   CHECK(r.failure.find("split by rows across all 8 devices") != std::string::npos);
   CHECK_THROWS_WITH_AS((void)embplan::run_preset("rowwise_foo", t),
                        doctest::Contains("field 'planner' = \"rowwise_foo\""), embplan::error);
+}
+
+namespace {
+
+// default_constraint under another type: the stage then asks it every
+// question about the full task's state (in_full_task's general path), where
+// default_constraint's tables no user rule names are asked on the sub-task.
+struct through_full_task {
+  embplan::default_constraint rule;
+  bool admits(const embplan::task& t, const embplan::placement_state& st,
+              const embplan::shard& s) const {
+    return rule.admits(t, st, s);
+  }
+  std::string describe() const { return rule.describe(); }
+  std::string explain(const embplan::task& t, const embplan::placement_state& st,
+                      std::size_t table) const {
+    return rule.explain(t, st, table);
+  }
+  bool reads_table_record() const noexcept { return embplan::reads_table_record(rule); }
+  std::uint32_t min_shards(std::size_t table) const noexcept {
+    return embplan::min_shards_of(rule, table);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("with user rules, the stage asks about unruled tables on the sub-task: the same plans") {
+  // Rules of every kind on some tables, a table split by rows, small tables
+  // replicated: the stage's answers for the tables no rule names come from
+  // the sub-task (no combined state built), and the plans are those of asking
+  // every question on the full task's state.
+  auto t = huge_task();
+  t.tables[10].dim = 16;
+  embplan::user_constraints c;
+  c.tables.push_back({.table = 3, .devices = {2}});
+  c.tables.push_back({.table = 9, .max_shards = 1});
+  c.tables.push_back({.table = 10, .min_shards = 2});
+  c.colocate.push_back({0, 1});
+  c.separate.push_back({7, 8});
+  const embplan::default_constraint rule(embplan::memory_capacity{}, embplan::dim_multiple{},
+                                         embplan::table_rules(t, c));
+  const through_full_task reference{rule};
+  const embplan::analytic_cost model;
+  const embplan::neg_max_cost_reward reward;
+  const auto both = [&](const auto& stage) {
+    const auto fast = stage.search(t, model, rule, reward, 0);
+    const auto slow = stage.search(t, model, reference, reward, 0);
+    REQUIRE(fast.ok);
+    REQUIRE(slow.ok);
+    CHECK(fast.placement == slow.placement);
+    CHECK_NOTHROW(embplan::validate(t, fast.placement, {.dim_multiple = 4, .memory = true}));
+    return fast.placement;
+  };
+  const auto ls = both(embplan::rowwise::split_oversized<embplan::local_search<>>{
+      .split_rows = true, .data_parallel = {.enabled = true}});
+  const auto greedy = both(embplan::rowwise::split_oversized<embplan::sorted_greedy>{
+      .split_rows = true, .data_parallel = {.enabled = true}});
+  for (const auto* p : {&ls, &greedy}) {
+    std::size_t row_pieces = 0;
+    std::size_t copies = 0;
+    std::set<std::uint32_t> of_3;
+    std::set<std::uint32_t> of_0;
+    std::set<std::uint32_t> of_1;
+    for (const auto& s : p->shards) {
+      row_pieces += s.table == 5 ? 1 : 0;
+      copies += s.data_parallel ? 1 : 0;
+      if (s.table == 3) of_3.insert(s.device);
+      if (s.table == 0) of_0.insert(s.device);
+      if (s.table == 1) of_1.insert(s.device);
+    }
+    CHECK(row_pieces > 1);  // the big table, split
+    CHECK(of_3 == std::set<std::uint32_t>{2});
+    CHECK(of_0.size() == 1);
+    CHECK(of_0 == of_1);
+  }
 }

@@ -219,6 +219,12 @@ class table_rules {
     if (data_ == nullptr || table >= data_->tables) return 0;
     return data_->entry[table].min_shards;
   }
+  // Whether a rule names table `table` (its own rule, or a co-location or
+  // anti-affinity group). A table no rule names is admitted anywhere
+  // without reading the state.
+  bool rules_table(std::size_t table) const noexcept {
+    return data_ != nullptr && table < data_->tables && data_->entry[table].ruled;
+  }
   // Whether any table has a min_shards above 1.
   bool has_min_shards() const noexcept { return data_ != nullptr && data_->min_shards_tables > 0; }
 

@@ -360,18 +360,19 @@ class in_full_task {
       , index_(index)
       , offset_(offset)
       , base_(&base)
-      , same_in_sub_task_(same_in_sub_task(rule) && !holds_limited_dram(full, base)) {}
+      , dram_free_(!holds_limited_dram(full, base))
+      , same_in_sub_task_(same_in_sub_task(rule) && dram_free_) {}
 
   bool admits(const task& sub, const placement_state& st, const shard& s) const {
     if (same_in_sub_task_) return static_cast<bool>(rule_->admits(sub, st, s));
-    return static_cast<bool>(rule_->admits(*full_, combined(st), translated(s)));
+    return admits_translated(sub, st, s, nullptr);
   }
   // The bytes of a sub-task shard are those of the same block of the full
   // task's table (the sub-task's tables are copies).
   bool admits(const task& sub, const placement_state& st, const shard& s,
               std::uint64_t bytes) const {
     if (same_in_sub_task_) return admits_with_bytes(*rule_, sub, st, s, bytes);
-    return admits_with_bytes(*rule_, *full_, combined(st), translated(s), bytes);
+    return admits_translated(sub, st, s, &bytes);
   }
   std::string describe() const { return std::string(rule_->describe()); }
   // The inner searcher must keep the per-table record where the caller's
@@ -395,6 +396,37 @@ class in_full_task {
     } else {
       return false;
     }
+  }
+
+  // admits() where the sub-task's question is not the full task's: for a
+  // table no user rule names (unruled), the memory capacity's and the column
+  // multiple's answers on the sub-task; else the rule's on the combined
+  // state. Kept out of admits(), which the searchers' steps inline.
+  bool admits_translated(const task& sub, const placement_state& st, const shard& s,
+                         const std::uint64_t* bytes) const {
+    const auto ask = [&](const auto& rule, const task& t, const placement_state& state,
+                         const shard& piece) {
+      return bytes != nullptr ? admits_with_bytes(rule, t, state, piece, *bytes)
+                              : static_cast<bool>(rule.admits(t, state, piece));
+    };
+    if constexpr (std::same_as<Constraint, default_constraint>) {
+      if (unruled(s)) {
+        const auto& parts = rule_->parts();
+        return ask(std::get<0>(parts), sub, st, s) && ask(std::get<1>(parts), sub, st, s);
+      }
+    }
+    return ask(*rule_, *full_, combined(st), translated(s));
+  }
+
+  // For default_constraint with user rules: whether no rule names the
+  // shard's table. Then the rules admit it without reading the state
+  // (table_rules::rules_table), and the answer is the memory capacity's and
+  // the column multiple's, which read the sub-task as same_in_sub_task says;
+  // no combined state is built (O(devices + tables) a question: with two
+  // rules on 500 tables x 8 devices, 0.57 s against 0.15 s without rules).
+  bool unruled(
+      const shard& s) const noexcept requires std::same_as<Constraint, default_constraint> {
+    return dram_free_ && !std::get<2>(rule_->parts()).rules_table(index_[s.table]);
   }
 
   // Whether the row shards and copies already hold host DRAM that a limit
@@ -436,6 +468,7 @@ class in_full_task {
   std::span<const std::size_t> index_;
   std::span<const std::int32_t> offset_;
   const placement_state* base_;
+  bool dram_free_;  // !holds_limited_dram
   bool same_in_sub_task_;
 };
 
