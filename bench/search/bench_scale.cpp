@@ -6,7 +6,8 @@
 // tables on 128 devices to 10,000 tables on 1,024 devices (issue 19 item 9),
 // and the two sizes issue 24 names: 500 tables on 8 devices, 5,384 on 1,024;
 // and both planners with data-parallel copies and row splits (staged), and
-// with those and memory tiers on a task HBM cannot hold (all_options).
+// with those and memory tiers on a task HBM cannot hold (all_options), and
+// neuroshard_ls staged under user rules (user_rules).
 // Tables: bench/common/bench_task.hpp (the synthetic pool, dims {4, ..., 128},
 // memory never refuses). Goal at 10,000 x 1,024: <= 5 s and <= 200 MB per plan.
 //
@@ -33,6 +34,7 @@
 #include <new>
 #include <type_traits>
 
+#include "embplan/constraint/table_rules.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/neural.hpp"
 #include "embplan/presets.hpp"
@@ -178,6 +180,27 @@ void run_tiered(benchmark::State& state, const Planner& p) {
   });
 }
 
+// The staged neuroshard_ls under user rules (constraint/table_rules.hpp): a
+// table pinned to device 2, two tables co-located, two kept apart. The stage
+// asks the rules about the full task; tables no rule names are asked on the
+// sub-task (rowwise/split.hpp, in_full_task).
+void bm_neuroshard_ls_user_rules(benchmark::State& state) {
+  const auto t = embplan_bench::bench_task(state.range(0), state.range(1));
+  embplan::user_constraints c;
+  c.tables.push_back({.table = 3, .devices = {2}});
+  c.colocate.push_back({10, 11});
+  c.separate.push_back({20, 21});
+  const embplan::neuroshard_ls_planner base;
+  const embplan::default_constraint rule(embplan::memory_capacity{}, embplan::dim_multiple{},
+                                         embplan::table_rules(t, c));
+  const embplan::rowwise_planner_of<embplan::neuroshard_ls_planner> p{
+      base.cost(),
+      {.inner = base.searcher(), .split_rows = true, .data_parallel = {.enabled = true}},
+      rule,
+      base.scorer()};
+  run(state, p, t, no_prepare{});
+}
+
 void bm_torchrec_all_options(benchmark::State& state) {
   run_tiered(state, embplan::torchrec_planner{});
 }
@@ -257,6 +280,7 @@ BENCHMARK(bm_neuroshard_ls_learned)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_learned_2threads)->Apply(sizes);
 BENCHMARK(bm_torchrec_data_parallel)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_data_parallel)->Apply(sizes);
+BENCHMARK(bm_neuroshard_ls_user_rules)->Apply(sizes);
 BENCHMARK(bm_torchrec_all_options)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_all_options)->Apply(sizes);
 
