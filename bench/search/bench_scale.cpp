@@ -141,12 +141,17 @@ void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
 // data-parallel copies and splits a table that fits no device by rows
 // (rowwise/split.hpp): what `plan --data-parallel auto --planner rowwise_<p>`
 // runs.
-template <class Planner>
-embplan::rowwise_planner_of<Planner> staged(const Planner& p) {
+// `rule` in place of the planner's own (user rules) where given.
+template <class Planner, class Rule>
+embplan::rowwise_planner_of<Planner> staged(const Planner& p, const Rule& rule) {
   return {p.cost(),
           {.inner = p.searcher(), .split_rows = true, .data_parallel = {.enabled = true}},
-          p.rule(),
+          rule,
           p.scorer()};
+}
+template <class Planner>
+embplan::rowwise_planner_of<Planner> staged(const Planner& p) {
+  return staged(p, p.rule());
 }
 
 void bm_torchrec_data_parallel(benchmark::State& state) {
@@ -190,15 +195,9 @@ void bm_neuroshard_ls_user_rules(benchmark::State& state) {
   c.tables.push_back({.table = 3, .devices = {2}});
   c.colocate.push_back({10, 11});
   c.separate.push_back({20, 21});
-  const embplan::neuroshard_ls_planner base;
   const embplan::default_constraint rule(embplan::memory_capacity{}, embplan::dim_multiple{},
                                          embplan::table_rules(t, c));
-  const embplan::rowwise_planner_of<embplan::neuroshard_ls_planner> p{
-      base.cost(),
-      {.inner = base.searcher(), .split_rows = true, .data_parallel = {.enabled = true}},
-      rule,
-      base.scorer()};
-  run(state, p, t, no_prepare{});
+  run(state, staged(embplan::neuroshard_ls_planner{}, rule), t, no_prepare{});
 }
 
 void bm_torchrec_all_options(benchmark::State& state) {

@@ -836,34 +836,39 @@ struct local_search {
       return out;
     }
     auto fallback = search::detail::memory_first_plan(t, model, rule);
-    fallback.evaluations += out.evaluations;
-    fallback.cache_lookups = out.cache_lookups;
-    fallback.cache_hits = out.cache_hits;
     search_result other;
-    if (torchrec_fallback) {
-      other = torchrec_like{}.search(t, model, rule, score, seed);
-      fallback.evaluations += other.evaluations;
-    }
+    if (torchrec_fallback) other = torchrec_like{}.search(t, model, rule, score, seed);
     if (!fallback.ok && !other.ok) {
+      fallback.evaluations += out.evaluations + other.evaluations;
+      fallback.cache_lookups = out.cache_lookups;
+      fallback.cache_hits = out.cache_hits;
       fallback.failure =
           out.failure + "; memory-first placement with column halvings: " + fallback.failure;
       return fallback;
     }
-    if (fallback.ok) improve(t, model, rule, score, fallback);
-    if (other.ok) {
-      other.evaluations = fallback.evaluations;
-      other.cache_lookups = fallback.cache_lookups;
-      other.cache_hits = fallback.cache_hits;
-      improve(t, model, rule, score, other);
-      const auto scored = [&](const plan& p) {
-        return static_cast<double>(score.score(t, evaluate(t, p, model)));
-      };
-      if (!fallback.ok || scored(other.placement) > scored(fallback.placement)) return other;
-      fallback.evaluations = other.evaluations;
-      fallback.cache_lookups = other.cache_lookups;
-      fallback.cache_hits = other.cache_hits;
+    // Each start improved; the result counts every attempt's work.
+    std::uint64_t evaluations = out.evaluations + fallback.evaluations + other.evaluations;
+    std::uint64_t lookups = out.cache_lookups;
+    std::uint64_t hits = out.cache_hits;
+    search_result* best = nullptr;
+    double best_score = 0.0;
+    for (search_result* r : {&fallback, &other}) {
+      if (!r->ok) continue;
+      r->evaluations = r->cache_lookups = r->cache_hits = 0;
+      improve(t, model, rule, score, *r);
+      evaluations += r->evaluations;
+      lookups += r->cache_lookups;
+      hits += r->cache_hits;
+      const auto s = static_cast<double>(score.score(t, evaluate(t, r->placement, model)));
+      if (best == nullptr || s > best_score) {  // memory-first's on a tie
+        best = r;
+        best_score = s;
+      }
     }
-    return fallback;
+    best->evaluations = evaluations;
+    best->cache_lookups = lookups;
+    best->cache_hits = hits;
+    return std::move(*best);
   }
 
  private:
