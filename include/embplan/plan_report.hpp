@@ -237,7 +237,7 @@ plan_report plan_report_of(const task& t, const plan& p, const plan_cost& cost,
   }
   for (std::size_t ti = 0; ti < t.tables.size(); ++ti) {
     auto& table = out.tables[ti];
-    table.sharding = sharding_type_of(t.tables[ti], non_replica[ti]);
+    table.sharding = sharding_type_of(t.cluster, t.tables[ti], non_replica[ti]);
     std::sort(table.devices.begin(), table.devices.end());
     table.devices.erase(std::unique(table.devices.begin(), table.devices.end()),
                         table.devices.end());

@@ -119,6 +119,25 @@ TEST_CASE("table_rules: allowed sharding kinds, as the shard tells them") {
   CHECK(embplan::kind_of(t, replica) == sharding_kind::row_wise);
 }
 
+TEST_CASE("table_rules: a grid piece (some rows, some columns) needs row_wise and column_wise") {
+  const auto t = six_tables();
+  const table_rules rules(
+      t, {.tables = {
+              {.table = 0, .sharding = {sharding_kind::row_wise}},
+              {.table = 1, .sharding = {sharding_kind::column_wise}},
+              {.table = 2, .sharding = {sharding_kind::row_wise, sharding_kind::column_wise}}}});
+  const embplan::placement_state st(4);
+  const auto grid = [&](std::size_t table) { return shard{std::uint32_t(table), 0, 0, 4, 0, 5}; };
+  CHECK(embplan::kind_of(t, grid(0)) == sharding_kind::row_wise);
+  CHECK(embplan::kinds_needed(t, grid(0)) ==
+        (static_cast<std::uint8_t>(sharding_kind::row_wise) |
+         static_cast<std::uint8_t>(sharding_kind::column_wise)));
+  CHECK_FALSE(rules.admits(t, st, grid(0)));
+  CHECK_FALSE(rules.admits(t, st, grid(1)));
+  CHECK(rules.admits(t, st, grid(2)));
+  CHECK(rules.admits(t, st, shard{0, 0, 0, 8, 0, 5}));  // all columns: row_wise alone
+}
+
 TEST_CASE("table_rules: max shards counts the pieces placed") {
   const auto t = six_tables();
   const table_rules rules(t, {.tables = {{.table = 0, .max_shards = 2}}});

@@ -6,7 +6,9 @@
 //   sharding         the kinds of piece a table may be placed as: table_wise
 //                    (the whole table), column_wise (all rows, some columns),
 //                    row_wise (some rows, or a hot-row replica), data_parallel
-//                    (a whole copy on every device, shard::data_parallel)
+//                    (a whole copy on every device, shard::data_parallel); a
+//                    grid piece (some rows and some columns) needs both
+//                    row_wise and column_wise
 //   max_shards       at most this many pieces of the table (replicas count)
 //   min_shards       at least this many pieces: not a test of one piece but of
 //                    a plan; min_shards(table) tells a searcher's stage
@@ -98,6 +100,19 @@ inline sharding_kind kind_of(const task& t, const shard& s) noexcept {
   if (s.replica || s.row_begin != 0 || s.row_end != spec.rows) return sharding_kind::row_wise;
   if (s.col_begin != 0 || s.col_end != spec.dim) return sharding_kind::column_wise;
   return sharding_kind::table_wise;
+}
+
+// The kinds a rule must allow for piece `s`: kind_of(t, s), and for a grid
+// piece (some rows and some columns: grid_shard) both row_wise and
+// column_wise.
+inline std::uint8_t kinds_needed(const task& t, const shard& s) noexcept {
+  const auto kind = static_cast<std::uint8_t>(kind_of(t, s));
+  const auto& spec = t.tables[s.table];
+  if (kind == static_cast<std::uint8_t>(sharding_kind::row_wise) &&
+      (s.col_begin != 0 || s.col_end != spec.dim)) {
+    return kind | static_cast<std::uint8_t>(sharding_kind::column_wise);
+  }
+  return kind;
 }
 
 // One table's rules; empty lists mean "any".
@@ -311,7 +326,7 @@ class table_rules {
       mismatch(t);
     const auto& e = r.entry[s.table];
     if (!e.ruled) return true;
-    if ((e.kinds & static_cast<std::uint8_t>(kind_of(t, s))) == 0) return false;
+    if (const std::uint8_t need = kinds_needed(t, s); (e.kinds & need) != need) return false;
     if (!r.allows(e, s.device)) return false;
     if (e.max_shards != 0 && st.of_table(s.table).pieces >= e.max_shards) return false;
     if (e.colocate != constraint_detail::no_index) {

@@ -372,6 +372,24 @@ inline std::string_view sharding_type_of(const table_spec& spec,
   return "grid_shard";
 }
 
+// The same, knowing the hosts (issue 24, sharding types): on a cluster of
+// several hosts, a table cut by columns whose pieces all sit in one host is
+// "table_column_wise", one cut by rows in one host "table_row_wise" (its
+// partial sums are reduced inside the host before they cross the network:
+// table_row_wise_traffic, cost/collectives.hpp); a table cut both ways is
+// "grid_shard" (column blocks, each cut by rows inside a host, are what
+// TorchRec's grid sharding places). On one host the names are those of the
+// overload above.
+inline std::string_view sharding_type_of(const topology& topo, const table_spec& spec,
+                                         std::span<const shard* const> pieces) noexcept {
+  const std::string_view type = sharding_type_of(spec, pieces);
+  if (!spans_hosts(topo) || pieces.size() < 2 || (type != "column_wise" && type != "row_wise"))
+    return type;
+  for (const shard* s : pieces)
+    if (topo.host_of(s->device) != topo.host_of(pieces.front()->device)) return type;
+  return type == "column_wise" ? "table_column_wise" : "table_row_wise";
+}
+
 // A shard's columns and rows: non-empty ranges inside its table.
 inline bool legal_shape(const table_spec& spec, const shard& s) noexcept {
   return s.col_begin >= 0 && s.col_end <= spec.dim && s.col_begin < s.col_end && s.row_begin >= 0 &&

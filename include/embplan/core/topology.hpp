@@ -3,6 +3,7 @@
 // bandwidth; hosts group devices_per_host consecutive devices, all hosts full
 // or the devices in one host (validate).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -54,6 +55,11 @@ struct topology {
 
   friend bool operator==(const topology&, const topology&) = default;
 };
+
+// Whether `t` has more than one host (devices_per_host < size()).
+inline bool spans_hosts(const topology& t) noexcept {
+  return t.size() > static_cast<std::size_t>(std::max<std::int32_t>(t.devices_per_host, 1));
+}
 
 // Hosts of up to 8 devices that validate() accepts for `count` devices: 8
 // (the default) where count <= 8 or a multiple of 8, else the largest divisor

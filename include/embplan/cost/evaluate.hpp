@@ -7,7 +7,10 @@
 // data-parallel tables adds their gradient all-reduce (cost/collectives.hpp)
 // to every device's backward communication, priced from the topology whatever
 // the model (the same on every device, it moves no start time relative to
-// another).
+// another). Table-row-wise ranges (row pieces in one host of several) enter
+// the all-to-all with their reduced columns, and their devices add the
+// intra-host reduce-scatter to both directions' communication
+// (table_row_wise_traffic, cost/collectives.hpp).
 
 #include <algorithm>
 #include <span>
@@ -43,6 +46,11 @@ plan_cost evaluate(const task& t, const plan& p, const CostModel& model) {
   out.memory_bytes = state.memory_bytes;
   out.dim_sum = state.dim_sum;
 
+  // Table-row-wise ranges send fewer columns, after a reduce-scatter inside
+  // their host (cost/collectives.hpp).
+  std::vector<double> reduce_ms(devices, 0.0);
+  table_row_wise_traffic(t, p, std::span<std::int64_t>(out.dim_sum), std::span<double>(reduce_ms));
+
   std::vector<double> start_ms(devices, 0.0);
   std::vector<comm_cost> comm(devices);
   for (std::size_t d = 0; d < devices; ++d) {
@@ -54,8 +62,9 @@ plan_cost evaluate(const task& t, const plan& p, const CostModel& model) {
                       std::span<const double>(start_ms), std::span<comm_cost>(comm));
   const double all_reduce = data_parallel_all_reduce_ms(t, p);
   for (std::size_t d = 0; d < devices; ++d) {
-    out.devices[d].bwd_comm_ms = comm[d].bwd_ms + all_reduce;
-    start_ms[d] = out.devices[d].fwd_compute_ms + out.devices[d].bwd_compute_ms + comm[d].bwd_ms;
+    out.devices[d].bwd_comm_ms = comm[d].bwd_ms + reduce_ms[d] + all_reduce;
+    start_ms[d] = out.devices[d].fwd_compute_ms + out.devices[d].bwd_compute_ms + comm[d].bwd_ms +
+                  reduce_ms[d];
   }
   // NeuroShard §3.3: the forward all-to-all sees each device's start skew.
   const double earliest = devices ? *std::min_element(start_ms.begin(), start_ms.end()) : 0.0;
@@ -64,7 +73,7 @@ plan_cost evaluate(const task& t, const plan& p, const CostModel& model) {
   model.communication(t, std::span<const std::int64_t>(out.dim_sum),
                       std::span<const double>(start_ms), std::span<comm_cost>(comm));
   for (std::size_t d = 0; d < devices; ++d)
-    out.devices[d].fwd_comm_ms = comm[d].fwd_ms;
+    out.devices[d].fwd_comm_ms = comm[d].fwd_ms + reduce_ms[d];
   return out;
 }
 

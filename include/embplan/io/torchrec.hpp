@@ -94,7 +94,7 @@ inline nlohmann::json torchrec_sharding(const task& t, const plan& p) {
       shards.push_back(detail::torchrec_shard(t.cluster, *s));
     }
     nlohmann::json entry = nlohmann::json::object();
-    entry["sharding_type"] = std::string(sharding_type_of(spec, pieces[ti]));
+    entry["sharding_type"] = std::string(sharding_type_of(t.cluster, spec, pieces[ti]));
     if (!pieces[ti].empty() && pieces[ti].front()->data_parallel) {
       entry["compute_kernel"] = "dense";
       entry["ranks"] = std::move(ranks);

@@ -14,6 +14,21 @@
 // (shard row_begin/row_end); rowwise/partition.hpp's hash_partition is the
 // alternative for ID-correlated hotness, where the plan's ranges then count
 // hash buckets rather than raw IDs.
+// On a cluster of several hosts that is one layout of three (`layout`, issue
+// 24 sharding types; by default the cheapest, by layout_comm_ms: what the
+// table adds to its slowest device's communication):
+//  - row_wise: as above, the devices of any hosts; every piece sends its
+//    partial sums for all the table's columns across the network;
+//  - table_row_wise: the same inside one host (the first, in order of free
+//    memory, that holds it); the partial sums are reduce-scattered inside the host
+//    first, so the network carries each column once
+//    (table_row_wise_traffic, cost/collectives.hpp);
+//  - grid (where no host holds it): the columns cut into the fewest blocks
+//    of multiples of 4, each block on a host of its own, cut by rows there
+//    (or whole on one device).
+// On fast intra-host links (NVLink) the host-local layouts win; on links as
+// slow as the network (the default topology's PCIe) the reduce-scatter costs
+// about what it saves and row_wise often stays the cheaper.
 // Optional hot rows (`hot_rows` = k > 0): rows [0, k) of each split table are
 // also stored, as declared replicas, on each of its other row-shard devices
 // so their reads can spread (§4). This assumes IDs ordered by popularity (row
@@ -60,6 +75,7 @@
 // every device: what they cost is the same wherever the rest goes).
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -115,26 +131,46 @@ inline std::uint64_t free_bytes(const task& t, const placement_state& st, std::s
   return st.memory_bytes[d] < cap ? cap - st.memory_bytes[d] : 0;
 }
 
-// Row shards (and hot-row replicas) of table `ti` over the fewest devices
-// that hold it and that `rule` admits; none if even all devices do not.
+// Column blocks [begin, end) cutting `dim` columns into `count` pieces of
+// multiples of 4, as equal as they can be (the first ones one block of 4
+// wider). Precondition: 1 <= count <= dim / 4.
+inline std::vector<std::pair<std::int32_t, std::int32_t>> column_blocks(std::int32_t dim,
+                                                                        std::uint32_t count) {
+  const std::int32_t units = dim / 4;
+  const auto n = static_cast<std::int32_t>(count);
+  std::vector<std::pair<std::int32_t, std::int32_t>> out;
+  std::int32_t begin = 0;
+  for (std::int32_t k = 0; k < n; ++k) {
+    const std::int32_t width = 4 * (units / n + (k < units % n ? 1 : 0));
+    const std::int32_t end = k + 1 == n ? dim : begin + width;
+    out.emplace_back(begin, end);
+    begin = end;
+  }
+  return out;
+}
+
+// Row shards (and hot-row replicas) of columns [c0, c1) of table `ti` over
+// the fewest devices of `candidates` (at least `min_count` of them) that hold
+// them and that `rule` admits, taken in order of free memory (most first);
+// none if even all candidates do not.
 template <constraint Constraint>
-std::optional<std::vector<shard>> split_by_rows(const task& t, const placement_state& st,
-                                                std::size_t ti, const Constraint& rule,
-                                                std::int64_t hot_rows) {
+std::optional<std::vector<shard>> split_rows_over(const task& t, const placement_state& st,
+                                                  std::size_t ti, std::int32_t c0, std::int32_t c1,
+                                                  std::span<const std::size_t> candidates,
+                                                  std::size_t min_count, const Constraint& rule,
+                                                  std::int64_t hot_rows) {
   const auto& spec = t.tables[ti];
-  const std::size_t devices = t.cluster.size();
-  const auto dim = static_cast<std::uint64_t>(spec.dim);
+  const auto dim = static_cast<std::uint64_t>(c1 - c0);
   const std::uint64_t row = block_bytes(1, dim, spec.weight_dtype, t.optimizer_state);
   const std::int64_t hot = std::min(std::max<std::int64_t>(hot_rows, 0), spec.rows);
   const std::uint64_t reserved = hot > 0 ? block_bytes(static_cast<std::uint64_t>(hot), dim,
                                                        spec.weight_dtype, t.optimizer_state)
                                          : 0;
-  std::vector<std::size_t> by_room(devices);
-  std::iota(by_room.begin(), by_room.end(), std::size_t{0});
+  std::vector<std::size_t> by_room(candidates.begin(), candidates.end());
   std::stable_sort(by_room.begin(), by_room.end(), [&](std::size_t a, std::size_t b) {
     return free_bytes(t, st, a) > free_bytes(t, st, b);
   });
-  for (std::size_t count = 2; count <= devices; ++count) {
+  for (std::size_t count = std::max<std::size_t>(min_count, 1); count <= by_room.size(); ++count) {
     std::vector<std::size_t> chosen(by_room.begin(),
                                     by_room.begin() + static_cast<std::ptrdiff_t>(count));
     std::sort(chosen.begin(), chosen.end());
@@ -155,8 +191,8 @@ std::optional<std::vector<shard>> split_by_rows(const task& t, const placement_s
       if (counts[c] == 0) continue;
       const shard s{static_cast<std::uint32_t>(ti),
                     static_cast<std::uint32_t>(chosen[c]),
-                    0,
-                    spec.dim,
+                    c0,
+                    c1,
                     begin,
                     begin + counts[c],
                     false};
@@ -166,8 +202,7 @@ std::optional<std::vector<shard>> split_by_rows(const task& t, const placement_s
     if (hot > 0) {
       const std::size_t pieces = out.size();
       for (std::size_t c = 1; c < pieces; ++c)
-        out.push_back(
-            shard{static_cast<std::uint32_t>(ti), out[c].device, 0, spec.dim, 0, hot, true});
+        out.push_back(shard{static_cast<std::uint32_t>(ti), out[c].device, c0, c1, 0, hot, true});
     }
     bool admitted = true;
     for (const auto& s : out) {
@@ -180,6 +215,124 @@ std::optional<std::vector<shard>> split_by_rows(const task& t, const placement_s
     if (admitted) return out;
   }
   return std::nullopt;
+}
+
+// Row shards of all of table `ti` over the fewest devices of the cluster
+// that hold it (row_wise). Devices with as much free memory are taken host
+// by host in turn (device 0 of each host, then device 1, ...), so that on an
+// empty cluster of several hosts the pieces spread over hosts: pieces that
+// all land in one host would be table_row_wise.
+template <constraint Constraint>
+std::optional<std::vector<shard>> split_by_rows(const task& t, const placement_state& st,
+                                                std::size_t ti, const Constraint& rule,
+                                                std::int64_t hot_rows) {
+  const std::size_t per_host = static_cast<std::size_t>(std::max(t.cluster.devices_per_host, 1));
+  std::vector<std::size_t> all(t.cluster.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  std::stable_sort(all.begin(), all.end(),
+                   [&](std::size_t a, std::size_t b) { return a % per_host < b % per_host; });
+  return split_rows_over(t, st, ti, 0, t.tables[ti].dim, all, 2, rule, hot_rows);
+}
+
+// The hosts of t's cluster, each as its devices (ascending), the hosts in
+// order of free memory (most first; ties: the lower host).
+inline std::vector<std::vector<std::size_t>> hosts_by_room(const task& t,
+                                                           const placement_state& st) {
+  const std::size_t n = t.cluster.size();
+  const std::size_t hosts = t.cluster.host_of(n - 1) + 1;
+  std::vector<std::vector<std::size_t>> out(hosts);
+  std::vector<embplan::detail::uint128> room(hosts, 0);
+  for (std::size_t d = 0; d < n; ++d) {
+    out[t.cluster.host_of(d)].push_back(d);
+    room[t.cluster.host_of(d)] += free_bytes(t, st, d);
+  }
+  std::vector<std::size_t> order(hosts);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return room[a] > room[b]; });
+  std::vector<std::vector<std::size_t>> sorted;
+  sorted.reserve(hosts);
+  for (const std::size_t h : order)
+    sorted.push_back(std::move(out[h]));
+  return sorted;
+}
+
+// Row shards of table `ti` inside one host (table_row_wise): the first
+// host, in order of free memory, whose devices hold it. None on a single
+// host, or where no host holds it.
+template <constraint Constraint>
+std::optional<std::vector<shard>> split_within_host(const task& t, const placement_state& st,
+                                                    std::size_t ti, const Constraint& rule,
+                                                    std::int64_t hot_rows) {
+  if (!spans_hosts(t.cluster)) return std::nullopt;
+  for (const auto& host : hosts_by_room(t, st)) {
+    if (auto pieces = split_rows_over(t, st, ti, 0, t.tables[ti].dim, host, 2, rule, hot_rows))
+      return pieces;
+  }
+  return std::nullopt;
+}
+
+// Grid pieces of table `ti` (grid_shard): its columns cut into c blocks of
+// multiples of 4 (as equal as they can be) for the fewest c >= 2 such that
+// each block fits, cut by rows (or whole) inside one host of its own, the
+// hosts in order of free memory. None on a single host or where no c does.
+template <constraint Constraint>
+std::optional<std::vector<shard>> split_grid(const task& t, const placement_state& st,
+                                             std::size_t ti, const Constraint& rule,
+                                             std::int64_t hot_rows) {
+  if (!spans_hosts(t.cluster)) return std::nullopt;
+  const auto hosts = hosts_by_room(t, st);
+  const auto most =
+      std::min<std::size_t>(hosts.size(), static_cast<std::size_t>(t.tables[ti].dim / 4));
+  for (std::size_t c = 2; c <= most; ++c) {
+    placement_state trial = st;
+    std::vector<shard> out;
+    std::size_t next_host = 0;
+    bool placed = true;
+    for (const auto& [c0, c1] : column_blocks(t.tables[ti].dim, static_cast<std::uint32_t>(c))) {
+      std::optional<std::vector<shard>> block;
+      while (!block && next_host < hosts.size())
+        block = split_rows_over(t, trial, ti, c0, c1, hosts[next_host++], 1, rule, hot_rows);
+      if (!block) {
+        placed = false;
+        break;
+      }
+      for (const auto& s : *block) {
+        trial.place(t, s);
+        out.push_back(s);
+      }
+    }
+    if (placed) return out;
+  }
+  return std::nullopt;
+}
+
+// What a layout of table `ti`'s pieces adds to the slowest of its devices'
+// communication, alone in the cluster (the analytic all-to-all's sending
+// side: own columns to every peer, over the intra- and the inter-host link,
+// plus the reduce-scatter of a table_row_wise range: table_row_wise_traffic).
+// Compares row_wise, table_row_wise and grid layouts of one table.
+inline double layout_comm_ms(const task& t, std::span<const shard> pieces) {
+  const std::size_t n = t.cluster.size();
+  plan p;
+  p.shards.assign(pieces.begin(), pieces.end());
+  std::vector<std::int64_t> dim_sum(n, 0);
+  for (const auto& s : pieces)
+    dim_sum[s.device] += s.cols();
+  std::vector<double> reduce(n, 0.0);
+  table_row_wise_traffic(t, p, std::span<std::int64_t>(dim_sum), std::span<double>(reduce));
+  const auto a = analytic_cost::all_to_all_of(t);
+  const double h = static_cast<double>(
+      std::min<std::size_t>(n, static_cast<std::size_t>(std::max(t.cluster.devices_per_host, 1))));
+  double worst = 0.0;
+  for (std::size_t d = 0; d < n; ++d) {
+    if (dim_sum[d] == 0 && reduce[d] == 0.0) continue;
+    const double own = static_cast<double>(dim_sum[d]) * a.column_bytes;
+    const double ms =
+        std::max((h - 1.0) * own / a.intra_bpms, (a.devices - h) * own / a.inter_bpms);
+    worst = std::max(worst, ms + reduce[d]);
+  }
+  return worst;
 }
 
 // Places the copies of table `ti` on every device of `st` if `rule` admits
@@ -313,24 +466,6 @@ void choose_data_parallel(const task& t, const CostModel& model, const Constrain
     while (top < by_whole.size() && taken[by_whole[top]] != 0)
       ++top;
   }
-}
-
-// Column blocks [begin, end) cutting `dim` columns into `count` pieces of
-// multiples of 4, as equal as they can be (the first ones one block of 4
-// wider). Precondition: 1 <= count <= dim / 4.
-inline std::vector<std::pair<std::int32_t, std::int32_t>> column_blocks(std::int32_t dim,
-                                                                        std::uint32_t count) {
-  const std::int32_t units = dim / 4;
-  const auto n = static_cast<std::int32_t>(count);
-  std::vector<std::pair<std::int32_t, std::int32_t>> out;
-  std::int32_t begin = 0;
-  for (std::int32_t k = 0; k < n; ++k) {
-    const std::int32_t width = 4 * (units / n + (k < units % n ? 1 : 0));
-    const std::int32_t end = k + 1 == n ? dim : begin + width;
-    out.emplace_back(begin, end);
-    begin = end;
-  }
-  return out;
 }
 
 // Record `b` of a sub-task table added to record `a` of the same full table.
@@ -474,15 +609,55 @@ class in_full_task {
 
 }  // namespace detail
 
+// Where a table that fits no device goes (split_oversized::layout), on a
+// cluster of several hosts:
+enum class row_layout {
+  by_cost,    // the cheaper of host_first's host-local layout and row_wise, where
+              // both fit (layout_comm_ms; ties: the host-local one)
+  row_wise,   // the fewest devices of any hosts (the only layout on one host)
+  host_first  // table_row_wise where a host holds it, else grid, else row_wise
+};
+
+// The layouts' names, in the enum's order.
+inline constexpr std::array<std::string_view, 3> row_layout_names{"by_cost", "row_wise",
+                                                                  "host_first"};
+
+inline std::string_view to_string(row_layout l) noexcept {
+  return row_layout_names[static_cast<std::size_t>(l)];
+}
+
+// "by_cost" | "row_wise" | "host_first"; anything else fails naming `field`.
+inline row_layout row_layout_from(std::string_view text, std::string_view field) {
+  for (std::size_t i = 0; i < row_layout_names.size(); ++i)
+    if (text == row_layout_names[i]) return static_cast<row_layout>(i);
+  embplan::detail::fail(field, text, "one of by_cost, row_wise, host_first");
+}
+
 template <class Inner>
 struct split_oversized {
   Inner inner{};
   std::int64_t hot_rows = 0;  // rows [0, hot_rows) of a split table replicated (0: none)
   bool split_rows = true;     // false: a table that fits no device is left to `inner`
-  data_parallel_options data_parallel{};  // small tables replicated (off by default)
+  data_parallel_options data_parallel{};    // small tables replicated (off by default)
+  row_layout layout = row_layout::by_cost;  // where a split table's pieces go, across hosts
 
   // The inner searcher decides the plan of the tables that fit whole.
   static constexpr bool uses_reward = searcher_uses_reward<Inner>;
+
+  // The pieces of oversized table `ti` by `layout`; none if it fits in no
+  // layout.
+  template <constraint Constraint>
+  std::optional<std::vector<shard>> split_table(const task& t, const placement_state& st,
+                                                std::size_t ti, const Constraint& rule) const {
+    if (layout == row_layout::row_wise) return detail::split_by_rows(t, st, ti, rule, hot_rows);
+    auto local = detail::split_within_host(t, st, ti, rule, hot_rows);
+    if (!local) local = detail::split_grid(t, st, ti, rule, hot_rows);
+    if (layout == row_layout::host_first && local) return local;
+    auto spread = detail::split_by_rows(t, st, ti, rule, hot_rows);
+    if (!local) return spread;
+    if (!spread) return local;
+    return detail::layout_comm_ms(t, *local) <= detail::layout_comm_ms(t, *spread) ? local : spread;
+  }
 
   std::string_view name() const noexcept { return "rowwise_split"; }
 
@@ -526,7 +701,7 @@ struct split_oversized {
     });
     std::string split_names;
     for (const std::size_t i : oversized) {
-      auto pieces = detail::split_by_rows(t, st, i, rule, hot_rows);
+      auto pieces = split_table(t, st, i, rule);
       if (!pieces) {
         std::uint64_t total_free = 0;
         for (std::size_t d = 0; d < devices; ++d)
