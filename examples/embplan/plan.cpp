@@ -53,6 +53,7 @@ struct plan_args {
   std::string check;                   // a plan file to re-validate instead of planning
   std::string tiers = "none";          // "auto": choose_tiers before planning (issue 24)
   std::string data_parallel = "none";  // "auto": small tables replicated (rowwise/split.hpp)
+  std::string row_layout = "by_cost";  // where a split table's pieces go across hosts
   bool no_report = false;              // text output without the plan report's sections
   meter_args meter;
 };
@@ -371,7 +372,7 @@ void recheck(const embplan::task& t, const embplan::plan& p, const embplan::tabl
 int run_check(const plan_args& a, const CLI::App& sub) {
   check_none_or_auto("--tiers", a.tiers);
   for (const char* flag : {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json",
-                           "--no-report", "--data-parallel"}) {
+                           "--no-report", "--data-parallel", "--row-layout"}) {
     if (sub.count(flag) > 0) {
       embplan::detail::fail(flag, "given",
                             "no " + std::string(flag) +
@@ -452,7 +453,13 @@ int run_plan(const plan_args& a) {
   const embplan::rowwise::data_parallel_options data_parallel{.enabled = a.data_parallel == "auto"};
   // What the plan records and hashes as its planner: a data-parallel stage
   // plans otherwise, so it is part of the name.
-  const std::string made_by = planner + (data_parallel.enabled ? "+data_parallel" : "");
+  const auto layout = embplan::rowwise::row_layout_from(a.row_layout, "--row-layout");
+  // The same for a layout other than the default.
+  const std::string made_by =
+      planner + (data_parallel.enabled ? "+data_parallel" : "") +
+      (layout == embplan::rowwise::row_layout::by_cost
+           ? ""
+           : "+row_layout=" + std::string(embplan::rowwise::to_string(layout)));
   auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
   const auto [rules, tier_moves] = load_rules(a, t);
@@ -477,7 +484,7 @@ int run_plan(const plan_args& a) {
   // the planning model's simulation instead.
   const auto piece_meter = measured ? meter_of({}, pm) : meter_choice{meter, meter_text};
 
-  const auto result = run_planner(planner, t, a.seed, pm, rules, data_parallel);
+  const auto result = run_planner(planner, t, a.seed, pm, rules, data_parallel, layout);
   if (!result.ok) {
     throw embplan::error("planner '" + planner +
                          "' found no plan: " + failure_text(planner, result.failure, t));
@@ -705,6 +712,11 @@ command add_plan(CLI::App& app) {
                   "device, the tables cheaper so than placed whole (their all-to-all against "
                   "their gradient all-reduce; copies within 10% of device memory), then plan "
                   "the rest (README, Sharding types)");
+  sub->add_option("--row-layout", a->row_layout,
+                  "where a rowwise_ planner puts a table that fits no device, on a cluster of "
+                  "several hosts: by_cost (default; the cheapest), host_first (rows inside one "
+                  "host, table_row_wise, else a grid over hosts), row_wise (spread over hosts) "
+                  "(README, Row-wise sharding)");
   add_meter_options(sub, a->meter);
   return {sub, [a, sub] { return a->check.empty() ? run_plan(*a) : run_check(*a, *sub); }};
 }

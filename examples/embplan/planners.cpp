@@ -28,8 +28,9 @@ template <class Model>
 planned run_with(const std::string& name, const embplan::task& t, std::uint64_t seed,
                  const Model& model, const embplan::preset_models& models,
                  const embplan::table_rules& rules,
-                 const embplan::rowwise::data_parallel_options& data_parallel) {
-  auto r = embplan::run_preset(name, t, seed, model, models, rules, data_parallel);
+                 const embplan::rowwise::data_parallel_options& data_parallel,
+                 embplan::rowwise::row_layout layout) {
+  auto r = embplan::run_preset(name, t, seed, model, models, rules, data_parallel, layout);
   planned out;
   out.ok = r.ok;
   out.failure = std::move(r.failure);
@@ -88,7 +89,8 @@ void check_none_or_auto(std::string_view flag, const std::string& value) {
 
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm, const embplan::table_rules& rules,
-                    const embplan::rowwise::data_parallel_options& data_parallel) {
+                    const embplan::rowwise::data_parallel_options& data_parallel,
+                    embplan::rowwise::row_layout layout) {
   // Without a policy only its planner fails; the reason names the paths tried.
   if (is_dreamshard(name) && !pm.policy) {
     planned out;
@@ -103,8 +105,10 @@ planned run_planner(const std::string& name, const embplan::task& t, std::uint64
   const embplan::preset_models models{
       .dreamshard = pm.policy ? embplan::dreamshard_preset(*pm.policy) : embplan::preset_fn{},
       .autoshard = pm.autoshard ? embplan::autoshard_preset(*pm.autoshard) : embplan::preset_fn{}};
-  if (pm.compute) return run_with(name, t, seed, *pm.compute, models, rules, data_parallel);
-  return run_with(name, t, seed, embplan::analytic_cost{}, models, rules, data_parallel);
+  if (pm.compute) {
+    return run_with(name, t, seed, *pm.compute, models, rules, data_parallel, layout);
+  }
+  return run_with(name, t, seed, embplan::analytic_cost{}, models, rules, data_parallel, layout);
 }
 
 std::size_t oversized_tables(const embplan::task& t) {

@@ -46,9 +46,12 @@ struct planned {
 // is null, a failure saying why) (embplan::run_preset).
 // `rules`: the user's constraints (plan --constraints), empty by default.
 // `data_parallel`: small tables replicated first (--data-parallel auto).
+// `layout`: where a rowwise_ planner puts a split table's pieces across hosts
+// (--row-layout).
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm, const embplan::table_rules& rules = {},
-                    const embplan::rowwise::data_parallel_options& data_parallel = {});
+                    const embplan::rowwise::data_parallel_options& data_parallel = {},
+                    embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost);
 
 // "none" or "auto" for `flag` (--tiers, --data-parallel), else an error naming
 // the flag and the value.

@@ -59,6 +59,8 @@ struct preset_stages {
   bool split_rows = false;
   rowwise::data_parallel_options data_parallel{};
   bool min_shards = false;  // the rules have a min_shards: the stage must run
+  // Where a split table's pieces go on a cluster of several hosts.
+  rowwise::row_layout layout = rowwise::row_layout::by_cost;
 
   bool any() const noexcept { return split_rows || data_parallel.enabled || min_shards; }
 };
@@ -94,7 +96,8 @@ plan_result run(const Planner& p, const preset_stages& stages, const task& t, st
                                      rowwise::split_oversized<typename Planner::searcher_type>{
                                          .inner = p.searcher(),
                                          .split_rows = stages.split_rows,
-                                         .data_parallel = stages.data_parallel},
+                                         .data_parallel = stages.data_parallel,
+                                         .layout = stages.layout},
                                      p.rule(), p.scorer())(t, seed);
 }
 
@@ -134,17 +137,22 @@ preset_fn as_preset_fn(Planner p) {
 // `rules`: the user's per-table constraints (table_rules, built for `t`),
 // which every preset plans under, in default_constraint; empty by default.
 // `data_parallel`: the small tables replicated first (off by default).
+// `layout`: where the rowwise_ presets put a split table's pieces on a
+// cluster of several hosts (rowwise::row_layout; by cost by default).
 template <cost_model Model = analytic_cost>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
                        const Model& model = Model{}, const preset_models& models = {},
                        const table_rules& rules = {},
-                       const rowwise::data_parallel_options& data_parallel = {}) {
+                       const rowwise::data_parallel_options& data_parallel = {},
+                       rowwise::row_layout layout = rowwise::row_layout::by_cost) {
   namespace pd = presets::detail;
   const bool rowwise = name.starts_with(pd::rowwise_prefix);
   const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
   const default_constraint rule{memory_capacity{}, dim_multiple{}, rules};
-  const preset_stages stages{
-      .split_rows = rowwise, .data_parallel = data_parallel, .min_shards = rules.has_min_shards()};
+  const preset_stages stages{.split_rows = rowwise,
+                             .data_parallel = data_parallel,
+                             .min_shards = rules.has_min_shards(),
+                             .layout = layout};
   const auto run = [&]<class Planner>(Planner p) { return pd::run(p, stages, t, seed); };
   if (base == "random") return run(random_planner({}, {}, rule, {}));
   if (base == "size_greedy") return run(size_greedy_planner({}, {}, rule, {}));

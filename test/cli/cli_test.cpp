@@ -2213,6 +2213,51 @@ TEST_CASE("plan --tiers auto: a task too big for HBM plans with tables moved off
   CHECK(run("plan --task " + task.string() + " --tiers some").code != 0);
 }
 
+TEST_CASE("plan --row-layout: a split table inside one host or spread, named and priced so") {
+  // 16 devices of 1 GiB in hosts of 8 with NVLink-class links inside; 'big'
+  // (3,000,000 x 128 fp32, 1.4 GiB) fits no device.
+  const auto task = scratch() / "layout-task.json";
+  std::string tables = R"([{"name": "big", "rows": 3000000, "dim": 128, "pooling_factor": 20}])";
+  for (int i = 0; i < 12; ++i) {
+    tables.pop_back();
+    tables += ", {\"name\": \"t" + std::to_string(i) +
+              "\", \"rows\": 50000, \"dim\": 64, \"pooling_factor\": 10}]";
+  }
+  write(task, R"({"name": "layout", "batch_size": 65536, "cluster": {"count": 16, )"
+              R"("devices_per_host": 8, "intra_host_bandwidth_gbps": 150, )"
+              R"("inter_host_bandwidth_gbps": 12.5, "device": {"memory_gib": 1}}, "tables": )" +
+                  tables + "}");
+  const std::string common =
+      " --task " + task.string() + " --planner rowwise_torchrec --model none --json ";
+  const auto sharding_of_big = [](const nlohmann::json& j) {
+    for (const auto& row : j.at("tables"))
+      if (row.at("name") == "big") return row.at("sharding").get<std::string>();
+    return std::string("missing");
+  };
+  std::map<std::string, nlohmann::json> out;
+  for (const std::string layout : {"by_cost", "host_first", "row_wise"}) {
+    CAPTURE(layout);
+    const auto json = scratch() / ("layout-" + layout + ".json");
+    const auto r = run("plan" + common + json.string() + " --row-layout " + layout);
+    INFO(r.out, r.err);
+    REQUIRE(r.code == 0);
+    out[layout] = nlohmann::json::parse(slurp(json));
+  }
+  CHECK(sharding_of_big(out["host_first"]) == "table_row_wise");
+  CHECK(sharding_of_big(out["by_cost"]) == "table_row_wise");
+  CHECK(sharding_of_big(out["row_wise"]) == "row_wise");
+  CHECK(out["by_cost"].at("cost_ms").get<double>() < out["row_wise"].at("cost_ms").get<double>());
+  // A layout other than the default is part of the planner's name (and hash).
+  CHECK(out["by_cost"].at("planner") == "rowwise_torchrec");
+  CHECK(out["row_wise"].at("planner") == "rowwise_torchrec+row_layout=row_wise");
+  // Bad input names the flag and the value.
+  const auto bad =
+      run("plan" + common + (scratch() / "layout-bad.json").string() + " --row-layout spread");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("'--row-layout' = \"spread\"") != std::string::npos);
+  CHECK(bad.err.find("one of by_cost, row_wise, host_first") != std::string::npos);
+}
+
 TEST_CASE("plan --data-parallel auto: small tables copied to every device, checked and exported") {
   // Four devices; s0-s2 have 64 rows (cheaper as copies than in the all-to-all), big0-big7
   // 400,000 rows (their gradients would take longer to all-reduce than their columns to send).
