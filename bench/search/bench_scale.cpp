@@ -6,8 +6,10 @@
 // tables on 128 devices to 10,000 tables on 1,024 devices (issue 19 item 9),
 // and the two sizes issue 24 names: 500 tables on 8 devices, 5,384 on 1,024;
 // and both planners with data-parallel copies and row splits (staged), and
-// with those and memory tiers on a task HBM cannot hold (all_options), and
-// neuroshard_ls staged under user rules (user_rules).
+// with those and memory tiers on a task HBM cannot hold (all_options; the
+// same on NVLink-class hosts, all_options_nvlink, and with split tables
+// spread over hosts there, all_options_nvlink_spread), and neuroshard_ls
+// staged under user rules (user_rules).
 // Tables: bench/common/bench_task.hpp (the synthetic pool, dims {4, ..., 128},
 // memory never refuses). Goal at 10,000 x 1,024: <= 5 s and <= 200 MB per plan.
 //
@@ -142,10 +144,16 @@ void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
 // (rowwise/split.hpp): what `plan --data-parallel auto --planner rowwise_<p>`
 // runs.
 // `rule` in place of the planner's own (user rules) where given.
+// `layout`: where a split table's pieces go across hosts (by cost unless given).
 template <class Planner, class Rule>
-embplan::rowwise_planner_of<Planner> staged(const Planner& p, const Rule& rule) {
+embplan::rowwise_planner_of<Planner> staged(
+    const Planner& p, const Rule& rule,
+    embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost) {
   return {p.cost(),
-          {.inner = p.searcher(), .split_rows = true, .data_parallel = {.enabled = true}},
+          {.inner = p.searcher(),
+           .split_rows = true,
+           .data_parallel = {.enabled = true},
+           .layout = layout},
           rule,
           p.scorer()};
 }
@@ -178,10 +186,20 @@ embplan::task tight_hbm_task(std::int64_t tables, std::int64_t devices) {
   return t;
 }
 
+// `nvlink`: hosts with NVLink-class links inside (150 GB/s) and 25 GB/s
+// between, where a table split by rows is cheaper reduced inside one host
+// (table_row_wise, grid) than spread (row_wise); the default topology has
+// PCIe inside a host (12 GB/s) and 12.5 GB/s between.
 template <class Planner>
-void run_tiered(benchmark::State& state, const Planner& p) {
-  run(state, staged(p), tight_hbm_task(state.range(0), state.range(1)), [&](embplan::task& t) {
-    state.counters["tier_moves"] = static_cast<double>(embplan::choose_tiers(t).size());
+void run_tiered(benchmark::State& state, const Planner& p, bool nvlink = false,
+                embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost) {
+  auto t = tight_hbm_task(state.range(0), state.range(1));
+  if (nvlink) {
+    t.cluster.intra_host_bandwidth_gbps = 150.0;
+    t.cluster.inter_host_bandwidth_gbps = 25.0;
+  }
+  run(state, staged(p, p.rule(), layout), t, [&](embplan::task& tiered) {
+    state.counters["tier_moves"] = static_cast<double>(embplan::choose_tiers(tiered).size());
   });
 }
 
@@ -206,6 +224,19 @@ void bm_torchrec_all_options(benchmark::State& state) {
 
 void bm_neuroshard_ls_all_options(benchmark::State& state) {
   run_tiered(state, embplan::neuroshard_ls_planner{});
+}
+
+void bm_torchrec_all_options_nvlink(benchmark::State& state) {
+  run_tiered(state, embplan::torchrec_planner{}, true);
+}
+
+void bm_neuroshard_ls_all_options_nvlink(benchmark::State& state) {
+  run_tiered(state, embplan::neuroshard_ls_planner{}, true);
+}
+
+// The same with every split table spread over hosts (row_wise), to compare.
+void bm_torchrec_all_options_nvlink_spread(benchmark::State& state) {
+  run_tiered(state, embplan::torchrec_planner{}, true, embplan::rowwise::row_layout::row_wise);
 }
 
 void sizes(benchmark::internal::Benchmark* b) {
@@ -282,5 +313,8 @@ BENCHMARK(bm_neuroshard_ls_data_parallel)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_user_rules)->Apply(sizes);
 BENCHMARK(bm_torchrec_all_options)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_all_options)->Apply(sizes);
+BENCHMARK(bm_torchrec_all_options_nvlink)->Apply(sizes);
+BENCHMARK(bm_neuroshard_ls_all_options_nvlink)->Apply(sizes);
+BENCHMARK(bm_torchrec_all_options_nvlink_spread)->Apply(sizes);
 
 BENCHMARK_MAIN();
