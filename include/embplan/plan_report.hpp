@@ -83,7 +83,8 @@ inline imbalance imbalance_of(std::span<const double> values) noexcept {
 
 struct device_report {
   std::size_t shards = 0;
-  std::int64_t dim_sum = 0;               // columns held (the all-to-all volume)
+  std::int64_t dim_sum = 0;               // columns held (the all-to-all volume, except where a
+                                          // table_row_wise range sends fewer: plan_cost::dim_sum)
   std::uint64_t hbm_capacity_bytes = 0;   // device_spec::memory_bytes
   std::uint64_t hbm_used_bytes = 0;       // its shards' shard_bytes
   std::uint64_t hbm_free_bytes = 0;       // capacity - used; 0 where used exceeds it
