@@ -257,15 +257,15 @@ inline std::vector<std::vector<std::size_t>> hosts_by_room(const task& t,
   return sorted;
 }
 
-// Row shards of table `ti` inside one host (table_row_wise): the first
-// host, in order of free memory, whose devices hold it. None on a single
-// host, or where no host holds it.
+// Row shards of table `ti` inside one host (table_row_wise): the first of
+// `hosts` (hosts_by_room) whose devices hold it. None on a single host, or
+// where no host holds it.
 template <constraint Constraint>
-std::optional<std::vector<shard>> split_within_host(const task& t, const placement_state& st,
-                                                    std::size_t ti, const Constraint& rule,
-                                                    std::int64_t hot_rows) {
+std::optional<std::vector<shard>> split_within_host(
+    const task& t, const placement_state& st, std::size_t ti, const Constraint& rule,
+    std::int64_t hot_rows, std::span<const std::vector<std::size_t>> hosts) {
   if (!spans_hosts(t.cluster)) return std::nullopt;
-  for (const auto& host : hosts_by_room(t, st)) {
+  for (const auto& host : hosts) {
     if (auto pieces = split_rows_over(t, st, ti, 0, t.tables[ti].dim, host, 2, rule, hot_rows))
       return pieces;
   }
@@ -275,13 +275,14 @@ std::optional<std::vector<shard>> split_within_host(const task& t, const placeme
 // Grid pieces of table `ti` (grid_shard): its columns cut into c blocks of
 // multiples of 4 (as equal as they can be) for the fewest c >= 2 such that
 // each block fits, cut by rows (or whole) inside one host of its own, the
-// hosts in order of free memory. None on a single host or where no c does.
+// hosts in the order of `hosts` (hosts_by_room). None on a single host or
+// where no c does.
 template <constraint Constraint>
 std::optional<std::vector<shard>> split_grid(const task& t, const placement_state& st,
                                              std::size_t ti, const Constraint& rule,
-                                             std::int64_t hot_rows) {
+                                             std::int64_t hot_rows,
+                                             std::span<const std::vector<std::size_t>> hosts) {
   if (!spans_hosts(t.cluster)) return std::nullopt;
-  const auto hosts = hosts_by_room(t, st);
   const auto most =
       std::min<std::size_t>(hosts.size(), static_cast<std::size_t>(t.tables[ti].dim / 4));
   for (std::size_t c = 2; c <= most; ++c) {
@@ -308,9 +309,11 @@ std::optional<std::vector<shard>> split_grid(const task& t, const placement_stat
 }
 
 // What a layout of table `ti`'s pieces adds to the slowest of its devices'
-// communication, alone in the cluster (the analytic all-to-all's sending
-// side: own columns to every peer, over the intra- and the inter-host link,
-// plus the reduce-scatter of a table_row_wise range: table_row_wise_traffic).
+// communication, alone in the cluster (the analytic all-to-all of a device
+// whose host and cluster hold nothing else, analytic_cost::transfer_ms: one
+// latency and its own columns to every peer, over the intra- and the
+// inter-host link; plus the reduce-scatter of a table_row_wise range:
+// table_row_wise_traffic).
 // Compares row_wise, table_row_wise and grid layouts of one table.
 inline double layout_comm_ms(const task& t, std::span<const shard> pieces) {
   const std::size_t n = t.cluster.size();
@@ -321,16 +324,15 @@ inline double layout_comm_ms(const task& t, std::span<const shard> pieces) {
     dim_sum[s.device] += s.cols();
   std::vector<double> reduce(n, 0.0);
   table_row_wise_traffic(t, p, std::span<std::int64_t>(dim_sum), std::span<double>(reduce));
+  // The table alone: its devices' host and cluster sums are their own.
   const auto a = analytic_cost::all_to_all_of(t);
   const double h = static_cast<double>(
       std::min<std::size_t>(n, static_cast<std::size_t>(std::max(t.cluster.devices_per_host, 1))));
   double worst = 0.0;
   for (std::size_t d = 0; d < n; ++d) {
     if (dim_sum[d] == 0 && reduce[d] == 0.0) continue;
-    const double own = static_cast<double>(dim_sum[d]) * a.column_bytes;
-    const double ms =
-        std::max((h - 1.0) * own / a.intra_bpms, (a.devices - h) * own / a.inter_bpms);
-    worst = std::max(worst, ms + reduce[d]);
+    const auto own = static_cast<double>(dim_sum[d]);
+    worst = std::max(worst, analytic_cost::transfer_ms(a, own, own, h, own) + reduce[d]);
   }
   return worst;
 }
@@ -650,8 +652,10 @@ struct split_oversized {
   std::optional<std::vector<shard>> split_table(const task& t, const placement_state& st,
                                                 std::size_t ti, const Constraint& rule) const {
     if (layout == row_layout::row_wise) return detail::split_by_rows(t, st, ti, rule, hot_rows);
-    auto local = detail::split_within_host(t, st, ti, rule, hot_rows);
-    if (!local) local = detail::split_grid(t, st, ti, rule, hot_rows);
+    const auto hosts = spans_hosts(t.cluster) ? detail::hosts_by_room(t, st)
+                                              : std::vector<std::vector<std::size_t>>{};
+    auto local = detail::split_within_host(t, st, ti, rule, hot_rows, hosts);
+    if (!local) local = detail::split_grid(t, st, ti, rule, hot_rows, hosts);
     if (layout == row_layout::host_first && local) return local;
     auto spread = detail::split_by_rows(t, st, ti, rule, hot_rows);
     if (!local) return spread;
