@@ -97,3 +97,34 @@ TEST_CASE("all_of passes given bytes to the parts that take them, and asks the o
   // admits_with_bytes on a constraint without the overload asks admits(t, st, s).
   CHECK(embplan::admits_with_bytes(embplan::dim_multiple{}, t, st, four, 1001));
 }
+
+TEST_CASE("all_of's room is the least its parts give; unlimited where none bounds it") {
+  const auto t = two_tables();
+  embplan::placement_state st(2);
+  st.memory_bytes[1] = 250;
+  static_assert(embplan::room_bounding_constraint<embplan::default_constraint>);
+  static_assert(!embplan::room_bounding_constraint<embplan::dim_multiple>);
+  const embplan::default_constraint rule;
+  CHECK(rule.room(t, st, 0) == 1000);
+  CHECK(rule.room(t, st, 1) == 750);
+  // Two bounding parts: the smaller room.
+  struct tight {
+    bool admits(const embplan::task&, const embplan::placement_state&,
+                const embplan::shard&) const {
+      return true;
+    }
+    std::uint64_t room(const embplan::task&, const embplan::placement_state&,
+                       std::size_t device) const {
+      return device == 0 ? 300 : 900;
+    }
+    std::string describe() const { return "tight"; }
+  };
+  const embplan::all_of both{embplan::memory_capacity{}, tight{}};
+  CHECK(both.room(t, st, 0) == 300);
+  CHECK(both.room(t, st, 1) == 750);
+  // No part bounds it: unlimited, as room_of gives for a rule without room().
+  const embplan::all_of plain{embplan::dim_multiple{}};
+  CHECK(plain.room(t, st, 0) == embplan::unlimited_room);
+  CHECK(embplan::room_of(embplan::dim_multiple{}, t, st, 0) == embplan::unlimited_room);
+  CHECK(embplan::all_of<>{}.room(t, st, 1) == embplan::unlimited_room);
+}

@@ -73,6 +73,30 @@ TEST_CASE("memory_capacity with the bytes given answers as with the bytes comput
   CHECK(rule.admits(t, st, s, 1000));
 }
 
+TEST_CASE("memory_capacity's room is the device's free memory, and no larger shard is admitted") {
+  auto t = tiny();
+  t.cluster.devices[1].memory_bytes = 700;
+  const embplan::memory_capacity rule;
+  embplan::placement_state st(2);
+  static_assert(embplan::room_bounding_constraint<embplan::memory_capacity>);
+  CHECK(rule.room(t, st, 0) == 1000);
+  CHECK(rule.room(t, st, 1) == 700);
+  st.memory_bytes[0] = 840;
+  CHECK(rule.room(t, st, 0) == 160);
+  CHECK(embplan::room_of(rule, t, st, 0) == 160);
+  st.memory_bytes[1] = 5000;  // already over: 0, no unsigned wrap-around
+  CHECK(rule.room(t, st, 1) == 0);
+  // The bound holds: bytes above the room are refused, up to it admitted (hbm).
+  const auto s = embplan::whole_table(t, 0, 0);
+  for (const std::uint64_t used : {0u, 100u, 839u, 840u, 841u, 1000u, 1200u}) {
+    CAPTURE(used);
+    st.memory_bytes[0] = used;
+    const std::uint64_t room = rule.room(t, st, 0);
+    CHECK_FALSE(rule.admits(t, st, s, room + 1));
+    CHECK(rule.admits(t, st, s, room) == (used <= 1000));
+  }
+}
+
 TEST_CASE("memory_capacity refuses a shard off hbm where its device's host DRAM is full") {
   auto t = tiny();  // t0: 160 bytes of weights
   t.tables[0].placement = {embplan::memory_tier::host, 0.0};

@@ -18,6 +18,7 @@
 #include "embplan/rl/autoshard_preset.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
+#include "embplan/search/column_beam.hpp"
 #include "embplan/search/local_search.hpp"
 #include "embplan/search/random_placement.hpp"
 #include "embplan/search/sorted_greedy.hpp"
@@ -197,7 +198,14 @@ TEST_CASE("with user rules, the stage asks about unruled tables on the sub-task:
       .split_rows = true, .data_parallel = {.enabled = true}});
   const auto greedy = both(embplan::rowwise::split_oversized<embplan::sorted_greedy>{
       .split_rows = true, .data_parallel = {.enabled = true}});
-  for (const auto* p : {&ls, &greedy}) {
+  // The grid search skips devices whose room (in_full_task::room: the memory
+  // capacity's on the sub-task) a piece exceeds; the general path offers no
+  // room, so each device is asked.
+  static_assert(embplan::room_bounding_constraint<
+                embplan::rowwise::detail::in_full_task<embplan::default_constraint>>);
+  const auto beam = both(embplan::rowwise::split_oversized<embplan::column_beam>{
+      .split_rows = true, .data_parallel = {.enabled = true}});
+  for (const auto* p : {&ls, &greedy, &beam}) {
     std::size_t row_pieces = 0;
     std::size_t copies = 0;
     std::set<std::uint32_t> of_3;

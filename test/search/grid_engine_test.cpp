@@ -574,6 +574,66 @@ TEST_CASE("grid engine: the same outcomes as the engine of 1b8fc91, learned mode
   CHECK(ok > 10);
 }
 
+namespace {
+
+// default_constraint without room(): the engine asks it about every device.
+struct roomless {
+  default_constraint rule;
+  bool admits(const task& t, const placement_state& st, const shard& s) const {
+    return rule.admits(t, st, s);
+  }
+  bool admits(const task& t, const placement_state& st, const shard& s, std::uint64_t bytes) const {
+    return rule.admits(t, st, s, bytes);
+  }
+  std::string describe() const { return rule.describe(); }
+};
+
+}  // namespace
+
+TEST_CASE("grid engine: passing over devices by the constraint's room changes no outcome") {
+  // Every third device has room for the smaller pieces only: the walk passes
+  // it over for the larger ones (room_bounding_constraint) and must still
+  // find it for the smaller ones, with the same plans, costs, bounds and
+  // messages as asking the constraint about every device.
+  static_assert(room_bounding_constraint<default_constraint>);
+  static_assert(!room_bounding_constraint<roomless>);
+  const analytic_cost model;
+  int ok = 0;
+  int small_used = 0;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    CAPTURE(seed);
+    auto t = embplan_test::tight_task(seed, 40 + 20 * seed, 6 + seed, 0.4);
+    std::vector<std::uint64_t> bytes;
+    for (std::size_t i = 0; i < t.tables.size(); ++i)
+      bytes.push_back(shard_bytes(t, whole_table(t, i, 0)));
+    std::sort(bytes.begin(), bytes.end());
+    const std::uint64_t small = bytes[bytes.size() * 3 / 4];  // most pieces fit it
+    for (std::size_t d = 0; d < t.cluster.size(); d += 3)
+      t.cluster.devices[d].memory_bytes = small;
+    REQUIRE(bytes.back() > small);
+    search::detail::cost_cache cache_a;
+    search::detail::cost_cache cache_b;
+    const default_constraint rule;
+    const roomless plain{rule};  // the engines keep references to both
+    grid_engine<analytic_cost, default_constraint> with_room(t, model, rule, cache_a);
+    grid_engine<analytic_cost, roomless> without(t, model, plain, cache_b);
+    for (int run = 0; run < 4; ++run) {
+      CAPTURE(run);
+      const auto pieces = random_pieces(t, seed * 17 + static_cast<std::uint64_t>(run), 4 * run);
+      const std::int32_t grid = run == 3 ? 1 : 11 - 2 * run;
+      const auto a = with_room.run(pieces, grid, run % 2 == 0);
+      const auto b = without.run(pieces, grid, run % 2 == 0);
+      check_same(a, b);
+      if (!a.ok) continue;
+      ++ok;
+      for (std::size_t i = 0; i < pieces.size(); ++i)
+        small_used += a.device[i] % 3 == 0 ? 1 : 0;
+    }
+  }
+  CHECK(ok > 12);
+  CHECK(small_used > 0);  // the small devices took pieces
+}
+
 TEST_CASE("grid engine: device_order moves, erases and truncates as a plain array would") {
   // Random moves to the back (both ways of shifting: the entries between, or
   // those outside, with the live range sliding and recentring), to the front,

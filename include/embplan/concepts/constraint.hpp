@@ -76,6 +76,33 @@ std::uint32_t min_shards_of(const C& c, std::size_t table) noexcept {
   }
 }
 
+// Optional: room(t, st, device) -> std::uint64_t, at least the bytes of the
+// largest shard the rule could admit on `device` in state `st`: admits()
+// refuses every shard there whose shard_bytes exceed it (an upper bound is
+// enough; the memory capacity's is the device's free memory). It may read
+// only what `st` holds on `device` (it changes when a shard is placed on or
+// removed from that device, not otherwise), so that a searcher may keep it
+// per device and pass the device over for larger pieces without asking (the
+// grid search, search/detail/grid_engine.hpp). Without the member: no limit.
+template <class C>
+concept room_bounding_constraint = constraint<C> &&
+    requires(const C& c, const task& t, const placement_state& st, std::size_t device) {
+  { c.room(t, st, device) } -> std::convertible_to<std::uint64_t>;
+};
+
+inline constexpr std::uint64_t unlimited_room = ~std::uint64_t{0};
+
+// c.room(t, st, device) where c offers it, else unlimited_room.
+template <constraint C>
+std::uint64_t room_of(const C& c, const task& t, const placement_state& st,
+                      std::size_t device) noexcept {
+  if constexpr (room_bounding_constraint<C>) {
+    return static_cast<std::uint64_t>(c.room(t, st, device));
+  } else {
+    return unlimited_room;
+  }
+}
+
 // c.explain(t, st, table) where c offers it, else "".
 template <constraint C>
 std::string explain_of(const C& c, const task& t, const placement_state& st, std::size_t table) {

@@ -76,6 +76,18 @@ class all_of {
         [&](const auto&... c) { return (admits_with_bytes(c, t, st, s, bytes) && ...); }, parts_);
   }
 
+  // The least room any part leaves (room_bounding_constraint; unlimited_room
+  // where no part bounds it).
+  std::uint64_t room(const task& t, const placement_state& st, std::size_t device) const noexcept {
+    return std::apply(
+        [&](const auto&... c) {
+          std::uint64_t least = unlimited_room;
+          ((least = std::min(least, room_of(c, t, st, device))), ...);
+          return least;
+        },
+        parts_);
+  }
+
   // "memory capacity and columns a multiple of 4"; a part that describes
   // itself as "" (an empty table_rules) is left out; "no constraint" when
   // nothing is left.
@@ -139,6 +151,7 @@ using paper_constraint = all_of<memory_capacity, dim_multiple>;
 using default_constraint = all_of<memory_capacity, dim_multiple, table_rules>;
 static_assert(bytes_aware_constraint<default_constraint>);
 static_assert(explaining_constraint<default_constraint>);
+static_assert(room_bounding_constraint<default_constraint>);
 static_assert(constraint<all_of<>>);
 
 }  // namespace embplan::inline EMBPLAN_ABI

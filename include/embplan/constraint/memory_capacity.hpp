@@ -36,6 +36,14 @@ struct memory_capacity {
                      shard_dram_bytes(t, s));
   }
 
+  // The device's free memory (room_bounding_constraint): no shard of more
+  // bytes fits. Host DRAM, for tables off hbm, may refuse smaller ones too.
+  std::uint64_t room(const task& t, const placement_state& st, std::size_t device) const noexcept {
+    const std::uint64_t capacity = t.cluster.devices[device].memory_bytes;
+    const std::uint64_t used = st.memory_bytes[device];
+    return used > capacity ? 0 : capacity - used;
+  }
+
   std::string describe() const { return "memory capacity"; }
 
   // Why table `table` fits on no device where host DRAM is what binds: a
@@ -74,5 +82,6 @@ struct memory_capacity {
 };
 static_assert(bytes_aware_constraint<memory_capacity>);
 static_assert(explaining_constraint<memory_capacity>);
+static_assert(room_bounding_constraint<memory_capacity>);
 
 }  // namespace embplan::inline EMBPLAN_ABI

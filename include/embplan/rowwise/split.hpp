@@ -512,6 +512,20 @@ class in_full_task {
     return admits_translated(sub, st, s, &bytes);
   }
   std::string describe() const { return std::string(rule_->describe()); }
+  // room_bounding_constraint: the sub-task's question where it is the full
+  // task's; for default_constraint with user rules, its memory capacity's on
+  // the sub-task (the same memory as the full task's with the row shards
+  // counted, and every path of admits() asks it: the rules only refuse
+  // more). Else no limit: the translated room would need the combined state.
+  std::uint64_t room(const task& sub, const placement_state& st,
+                     std::size_t device) const noexcept {
+    if (same_in_sub_task_) return room_of(*rule_, sub, st, device);
+    if constexpr (std::same_as<Constraint, default_constraint>) {
+      return room_of(std::get<0>(rule_->parts()), sub, st, device);
+    } else {
+      return unlimited_room;
+    }
+  }
   // The inner searcher must keep the per-table record where the caller's
   // rule reads it (co-location, anti-affinity, max shards): combined() passes
   // it on.
