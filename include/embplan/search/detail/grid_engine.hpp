@@ -452,6 +452,7 @@ class grid_engine {
     if (price_.folds()) snap_sum_.resize(n);
     reset(cur_);
     room_.assign(devices, unlimited_room);
+    least_room_ = unlimited_room;
     for (std::size_t d = 0; d < devices; ++d)
       update_room(d);
     empty_compute_ = cur_.compute;
@@ -705,6 +706,14 @@ class grid_engine {
   // choice) instead of O(D).
   std::size_t choose(std::size_t step, std::int64_t bound, std::int64_t& critical,
                      std::size_t& pos) {
+    // Rooms are read only where some device may have too little (where
+    // memory binds nowhere, the walk is as it was without them).
+    return order_bytes_[step] > least_room_ ? walk<true>(step, bound, critical, pos)
+                                            : walk<false>(step, bound, critical, pos);
+  }
+
+  template <bool ReadRoom>
+  std::size_t walk(std::size_t step, std::int64_t bound, std::int64_t& critical, std::size_t& pos) {
     const std::size_t devices = devices_;
     shard s = order_shards_[step];
     const std::int64_t room = bound - s.cols();
@@ -722,7 +731,9 @@ class grid_engine {
       // a large table's row shards in rowwise::split_oversized's sub-task)
       // rank first and refuse most pieces: asked about step after step, they
       // were most of the search's time at 5,384 tables on 1,024 devices.
-      if (room_left[d] < bytes) continue;
+      if constexpr (ReadRoom) {
+        if (room_left[d] < bytes) continue;
+      }
       s.device = d;
       if (dim[d] > room) {
         // Refused by the bound (need > bound): a candidate critical bound.
@@ -745,9 +756,13 @@ class grid_engine {
   }
 
   // room_[d] = room_of(rule_, t_, cur_.st, d), after d's state changed
-  // (room_bounding_constraint: the room reads only what is placed on d).
+  // (room_bounding_constraint: the room reads only what is placed on d);
+  // least_room_ follows it down (a rewind, where rooms grow, recomputes it).
   void update_room(std::size_t d) {
-    if constexpr (room_bounding_constraint<Constraint>) room_[d] = room_of(rule_, t_, cur_.st, d);
+    if constexpr (room_bounding_constraint<Constraint>) {
+      room_[d] = room_of(rule_, t_, cur_.st, d);
+      least_room_ = std::min(least_room_, room_[d]);
+    }
   }
 
   // The full devices' part in a step's critical bound: each full dim whose
@@ -858,6 +873,7 @@ class grid_engine {
       cur_.compute[d] = h >= 0 ? snap_compute_[static_cast<std::size_t>(h)] : empty_compute_[d];
       cur_.load[d] = cur_.compute[d].total_ms();
     }
+    least_room_ = std::ranges::min(room_);  // rooms grew: the least again
     cur_.rank.assign(from_rank_);
     std::fill(moved_.begin(), moved_.end(), 0);
     changed_.clear();
@@ -1056,14 +1072,15 @@ class grid_engine {
   // Per device of cur_: room_of(rule_, t_, cur_.st, d), unlimited_room where
   // the constraint gives none (update_room()).
   std::vector<std::uint64_t> room_;
-  std::vector<std::uint32_t> order_terms_;  // kind x step -> term (price_.term_at)
-  std::vector<std::uint32_t> changed_;      // rerank_changed(): devices whose key changed,
-  std::vector<std::uint32_t> kept_;         // the others in order,
-  std::vector<unsigned char> moved_;        // and which is which
-  std::vector<multiset_key> prev_keys_;     // the previous run's order_keys_
-  std::vector<std::uint32_t> prev_terms_;   // and order_terms_
-  std::vector<std::uint32_t> device_at_;    // step -> device in the current pass
-  std::vector<std::int64_t> prev_at_;       // step -> previous step on the same device
+  std::uint64_t least_room_ = unlimited_room;  // the least of room_
+  std::vector<std::uint32_t> order_terms_;     // kind x step -> term (price_.term_at)
+  std::vector<std::uint32_t> changed_;         // rerank_changed(): devices whose key changed,
+  std::vector<std::uint32_t> kept_;            // the others in order,
+  std::vector<unsigned char> moved_;           // and which is which
+  std::vector<multiset_key> prev_keys_;        // the previous run's order_keys_
+  std::vector<std::uint32_t> prev_terms_;      // and order_terms_
+  std::vector<std::uint32_t> device_at_;       // step -> device in the current pass
+  std::vector<std::int64_t> prev_at_;          // step -> previous step on the same device
   struct bind {
     std::size_t step;       // a step of the current trajectory where the bound bit
     std::int64_t critical;  // the least bound that would change that step
