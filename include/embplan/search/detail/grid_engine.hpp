@@ -708,12 +708,13 @@ class grid_engine {
                      std::size_t& pos) {
     // Rooms are read only where some device may have too little (where
     // memory binds nowhere, the walk is as it was without them).
-    return order_bytes_[step] > least_room_ ? walk<true>(step, bound, critical, pos)
-                                            : walk<false>(step, bound, critical, pos);
+    return order_bytes_[step] > least_room_ ? choose_in<true>(step, bound, critical, pos)
+                                            : choose_in<false>(step, bound, critical, pos);
   }
 
   template <bool ReadRoom>
-  std::size_t walk(std::size_t step, std::int64_t bound, std::int64_t& critical, std::size_t& pos) {
+  std::size_t choose_in(std::size_t step, std::int64_t bound, std::int64_t& critical,
+                        std::size_t& pos) {
     const std::size_t devices = devices_;
     shard s = order_shards_[step];
     const std::int64_t room = bound - s.cols();
@@ -727,10 +728,11 @@ class grid_engine {
       // Too little room (room_): the constraint would refuse it, whatever
       // the bound, so it is no candidate for the critical bound either
       // (which is then nearer the true one: the same plans, fewer repeated
-      // steps). Devices with little room left and a low cost (those holding
-      // a large table's row shards in rowwise::split_oversized's sub-task)
-      // rank first and refuse most pieces: asked about step after step, they
-      // were most of the search's time at 5,384 tables on 1,024 devices.
+      // steps). At 5,384 tables on 1,024 devices with every option, ~90
+      // devices a step were passed so, most of the search's time while the
+      // constraint was asked about each (likely those holding a large
+      // table's row shards in rowwise::split_oversized's sub-task: cheap
+      // there, so ranked first, and nearly full).
       if constexpr (ReadRoom) {
         if (room_left[d] < bytes) continue;
       }
@@ -1069,18 +1071,18 @@ class grid_engine {
   std::vector<multiset_key> order_keys_;    // step -> key
   std::vector<std::uint64_t> order_bytes_;  // step -> shard_bytes
   std::vector<std::uint64_t> order_dram_;   // step -> shard_dram_bytes (host DRAM; 0 in hbm)
+  std::vector<std::uint32_t> order_terms_;  // kind x step -> term (price_.term_at)
+  std::vector<std::uint32_t> changed_;      // rerank_changed(): devices whose key changed,
+  std::vector<std::uint32_t> kept_;         // the others in order,
+  std::vector<unsigned char> moved_;        // and which is which
+  std::vector<multiset_key> prev_keys_;     // the previous run's order_keys_
+  std::vector<std::uint32_t> prev_terms_;   // and order_terms_
+  std::vector<std::uint32_t> device_at_;    // step -> device in the current pass
+  std::vector<std::int64_t> prev_at_;       // step -> previous step on the same device
   // Per device of cur_: room_of(rule_, t_, cur_.st, d), unlimited_room where
-  // the constraint gives none (update_room()).
+  // the constraint gives none (update_room()); least_room_, the least of them.
   std::vector<std::uint64_t> room_;
-  std::uint64_t least_room_ = unlimited_room;  // the least of room_
-  std::vector<std::uint32_t> order_terms_;     // kind x step -> term (price_.term_at)
-  std::vector<std::uint32_t> changed_;         // rerank_changed(): devices whose key changed,
-  std::vector<std::uint32_t> kept_;            // the others in order,
-  std::vector<unsigned char> moved_;           // and which is which
-  std::vector<multiset_key> prev_keys_;        // the previous run's order_keys_
-  std::vector<std::uint32_t> prev_terms_;      // and order_terms_
-  std::vector<std::uint32_t> device_at_;       // step -> device in the current pass
-  std::vector<std::int64_t> prev_at_;          // step -> previous step on the same device
+  std::uint64_t least_room_ = unlimited_room;
   struct bind {
     std::size_t step;       // a step of the current trajectory where the bound bit
     std::int64_t critical;  // the least bound that would change that step
