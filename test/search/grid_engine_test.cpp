@@ -497,6 +497,17 @@ void check_same(const grid_outcome& a, const grid_outcome& b) {
   }
 }
 
+// Run `run` of a test on `pieces` by engines `a` and `b` (its grid: 9, 7, 5
+// bounds, then one; a message asked for on even runs): the same outcome
+// (check_same); a's outcome.
+template <class A, class B>
+grid_outcome run_both(A& a, B& b, std::span<const piece> pieces, int run) {
+  const std::int32_t grid = run == 3 ? 1 : 11 - 2 * run;
+  const auto x = a.run(pieces, grid, run % 2 == 0);
+  check_same(x, b.run(pieces, grid, run % 2 == 0));
+  return x;
+}
+
 // Several runs on one engine pair (the engines keep buffers between runs).
 template <class Model, class Rule, class Reward>
 int compare(const task& t, const Model& model, const Rule& rule, const Reward& reward,
@@ -515,10 +526,7 @@ int compare(const task& t, const Model& model, const Rule& rule, const Reward& r
     CAPTURE(run);
     const auto pieces = random_pieces(t, seed * 31 + static_cast<std::uint64_t>(run), 3 * run);
     const std::int32_t grid = run == 3 ? 1 : 11 - 2 * run;
-    const auto a = fresh.run(pieces, grid, run % 2 == 0);
-    const auto b = old.run(pieces, grid, run % 2 == 0);
-    check_same(a, b);
-    ok += a.ok ? 1 : 0;
+    ok += run_both(fresh, old, pieces, run).ok ? 1 : 0;
     auto state = as_beam_state(random_pieces(t, seed * 31 + 7, 0), beam);
     for (int split = 0; split <= run; ++split) {
       CAPTURE(split);
@@ -620,10 +628,7 @@ TEST_CASE("grid engine: passing over devices by the constraint's room changes no
     for (int run = 0; run < 4; ++run) {
       CAPTURE(run);
       const auto pieces = random_pieces(t, seed * 17 + static_cast<std::uint64_t>(run), 4 * run);
-      const std::int32_t grid = run == 3 ? 1 : 11 - 2 * run;
-      const auto a = with_room.run(pieces, grid, run % 2 == 0);
-      const auto b = without.run(pieces, grid, run % 2 == 0);
-      check_same(a, b);
+      const auto a = run_both(with_room, without, pieces, run);
       if (!a.ok) continue;
       ++ok;
       for (std::size_t i = 0; i < pieces.size(); ++i)

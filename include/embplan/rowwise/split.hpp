@@ -93,6 +93,7 @@
 #include "embplan/concepts/reward.hpp"
 #include "embplan/concepts/searcher.hpp"
 #include "embplan/constraint/all_of.hpp"
+#include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
@@ -127,8 +128,7 @@ inline shard data_parallel_copy(const task& t, std::size_t ti, std::size_t devic
 namespace detail {
 
 inline std::uint64_t free_bytes(const task& t, const placement_state& st, std::size_t d) noexcept {
-  const std::uint64_t cap = t.cluster.devices[d].memory_bytes;
-  return st.memory_bytes[d] < cap ? cap - st.memory_bytes[d] : 0;
+  return memory_capacity{}.room(t, st, d);
 }
 
 // Column blocks [begin, end) cutting `dim` columns into `count` pieces of
@@ -512,16 +512,15 @@ class in_full_task {
     return admits_translated(sub, st, s, &bytes);
   }
   std::string describe() const { return std::string(rule_->describe()); }
-  // room_bounding_constraint: the sub-task's question where it is the full
-  // task's; for default_constraint with user rules, its memory capacity's on
-  // the sub-task (the same memory as the full task's with the row shards
-  // counted, and every path of admits() asks it: the rules only refuse
-  // more). Else no limit: the translated room would need the combined state.
+  // room_bounding_constraint: for default_constraint, its room on the
+  // sub-task (its memory capacity's: the same memory as the full task's with
+  // the row shards counted, and every path of admits() asks it, user rules
+  // only refusing more). Else no limit: the translated room would need the
+  // combined state.
   std::uint64_t room(const task& sub, const placement_state& st,
                      std::size_t device) const noexcept {
-    if (same_in_sub_task_) return room_of(*rule_, sub, st, device);
     if constexpr (std::same_as<Constraint, default_constraint>) {
-      return room_of(std::get<0>(rule_->parts()), sub, st, device);
+      return room_of(*rule_, sub, st, device);
     } else {
       return unlimited_room;
     }
