@@ -255,3 +255,76 @@ TEST_CASE("torchrec_like: a task no proposal fits fails as before") {
   check_same_as_reference(t, embplan::neg_max_cost_reward{});
   check_same_as_reference(t, embplan::balance_reward{});
 }
+
+namespace {
+
+// default_constraint counting its admits() calls, with room() (Room) or
+// without: the partitioner parks the devices the room refuses only with it.
+template <bool Room>
+struct counting_rule {
+  embplan::default_constraint rule;
+  std::size_t* asked;
+  bool admits(const embplan::task& t, const embplan::placement_state& st,
+              const embplan::shard& s) const {
+    ++*asked;
+    return rule.admits(t, st, s);
+  }
+  std::uint64_t room(const embplan::task& t, const embplan::placement_state& st,
+                     std::size_t device) const noexcept requires Room {
+    return rule.room(t, st, device);
+  }
+  std::string describe() const { return rule.describe(); }
+};
+
+}  // namespace
+
+TEST_CASE("torchrec_like: devices parked by their room change no plan") {
+  // Every third device holds only the smaller tables: the partitioner takes
+  // it out of its heap for a larger shard and must bring it back for a
+  // smaller one. The same plans (and failures) as asking the constraint about
+  // every device in key order, and the reference's; fewer questions.
+  static_assert(embplan::room_bounding_constraint<counting_rule<true>>);
+  static_assert(!embplan::room_bounding_constraint<counting_rule<false>>);
+  const embplan::analytic_cost model;
+  int ok = 0;
+  int small_used = 0;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    CAPTURE(seed);
+    auto t = embplan_test::tight_task(seed, 60 + 20 * seed, 12 + 2 * seed, 0.5);
+    std::vector<std::uint64_t> bytes;
+    for (std::size_t i = 0; i < t.tables.size(); ++i)
+      bytes.push_back(embplan::shard_bytes(t, embplan::whole_table(t, i, 0)));
+    std::sort(bytes.begin(), bytes.end());
+    const std::uint64_t small = bytes[bytes.size() / 2];
+    for (std::size_t d = 0; d < t.cluster.size(); d += 3)
+      t.cluster.devices[d].memory_bytes = small;
+    REQUIRE(bytes.back() > small);
+    std::size_t asked_with = 0;
+    std::size_t asked_without = 0;
+    const counting_rule<true> with_room{{}, &asked_with};
+    const counting_rule<false> without{{}, &asked_without};
+    const embplan::neg_max_cost_reward score;
+    const auto a = embplan::torchrec_like{}.search(t, model, with_room, score, 0);
+    const auto b = embplan::torchrec_like{}.search(t, model, without, score, 0);
+    const auto want = torchrec_reference(t, embplan::default_constraint{}, score);
+    REQUIRE(a.ok == b.ok);
+    REQUIRE(a.ok == want.ok);
+    CHECK(a.failure == b.failure);
+    REQUIRE(a.placement.shards.size() == b.placement.shards.size());
+    REQUIRE(a.placement.shards.size() == want.placement.shards.size());
+    for (std::size_t k = 0; k < a.placement.shards.size(); ++k) {
+      const auto& x = a.placement.shards[k];
+      const auto& y = b.placement.shards[k];
+      const auto& z = want.placement.shards[k];
+      CHECK(std::tie(x.table, x.col_begin, x.col_end, x.device) ==
+            std::tie(y.table, y.col_begin, y.col_end, y.device));
+      CHECK(std::tie(x.table, x.col_begin, x.col_end, x.device) ==
+            std::tie(z.table, z.col_begin, z.col_end, z.device));
+      small_used += x.device % 3 == 0 ? 1 : 0;
+    }
+    CHECK(asked_with < asked_without);
+    ok += a.ok ? 1 : 0;
+  }
+  CHECK(ok >= 3);
+  CHECK(small_used > 0);  // the small devices took shards
+}
