@@ -604,7 +604,13 @@ int run_plan(const plan_args& a) {
   // "DRAM free" only where some device's host DRAM is limited (dram_bytes).
   const bool dram_limited = std::any_of(rep.devices.begin(), rep.devices.end(),
                                         [](const auto& dr) { return dr.dram_limited(); });
-  std::vector<std::string> header{"device", "shards", "dim", "HBM used", "HBM free", "DRAM"};
+  // "sent dim" only where a table_row_wise range sends fewer columns than
+  // its device holds.
+  const bool reduced = std::any_of(rep.devices.begin(), rep.devices.end(),
+                                   [](const auto& dr) { return dr.sent_dim != dr.dim_sum; });
+  std::vector<std::string> header{"device", "shards", "dim"};
+  if (reduced) header.push_back("sent dim");
+  header.insert(header.end(), {"HBM used", "HBM free", "DRAM"});
   if (dram_limited) header.push_back("DRAM free");
   header.insert(header.end(), {"fwd comp", "bwd comp", "fwd comm", "bwd comm", "total ms"});
   text_table devices(std::move(header));
@@ -612,12 +618,11 @@ int run_plan(const plan_args& a) {
   for (std::size_t d = 0; d < t.cluster.size(); ++d) {
     const auto& dr = rep.devices[d];
     const auto& c = dr.cost;
-    std::vector<std::string> row{device_name(t, d),
-                                 std::to_string(dr.shards),
-                                 std::to_string(dr.dim_sum),
-                                 bytes_text(dr.hbm_used_bytes),
-                                 bytes_text(dr.hbm_free_bytes),
-                                 bytes_text(dr.dram_used_bytes)};
+    std::vector<std::string> row{device_name(t, d), std::to_string(dr.shards),
+                                 std::to_string(dr.dim_sum)};
+    if (reduced) row.push_back(std::to_string(dr.sent_dim));
+    row.insert(row.end(), {bytes_text(dr.hbm_used_bytes), bytes_text(dr.hbm_free_bytes),
+                           bytes_text(dr.dram_used_bytes)});
     if (dram_limited)
       row.push_back(dr.dram_limited() ? bytes_text(dr.dram_free_bytes) : "unlimited");
     row.insert(row.end(), {fixed(c.fwd_compute_ms), fixed(c.bwd_compute_ms), fixed(c.fwd_comm_ms),
@@ -627,6 +632,7 @@ int run_plan(const plan_args& a) {
                                  {"device_name", device_name(t, d)},
                                  {"shards", dr.shards},
                                  {"dim", dr.dim_sum},
+                                 {"sent_dim", dr.sent_dim},
                                  {"memory_bytes", dr.hbm_used_bytes},
                                  {"hbm_used_bytes", dr.hbm_used_bytes},
                                  {"hbm_free_bytes", dr.hbm_free_bytes},
@@ -643,6 +649,12 @@ int run_plan(const plan_args& a) {
     }
   }
   devices.print(std::cout);
+  if (reduced) {
+    print_wrapped(std::cout,
+                  "sent dim: the columns a device sends in the forward all-to-all; a table cut by "
+                  "rows inside one host (table_row_wise, grid) is reduced there first, each of "
+                  "its devices sending a share of its columns.");
+  }
   std::cout << "cost (max over devices): " << fixed(cost.max_ms()) << " ms, degree of balance "
             << fixed(cost.balance(), 3) << " (min/max compute)\n";
   if (!a.no_report) print_report(t, result.placement, rep, !measured);

@@ -47,6 +47,7 @@
 #include "embplan/core/host_dram.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
+#include "embplan/cost/collectives.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/version.hpp"
 
@@ -83,8 +84,10 @@ inline imbalance imbalance_of(std::span<const double> values) noexcept {
 
 struct device_report {
   std::size_t shards = 0;
-  std::int64_t dim_sum = 0;               // columns held (the all-to-all volume, except where a
-                                          // table_row_wise range sends fewer: plan_cost::dim_sum)
+  std::int64_t dim_sum = 0;               // columns held, every piece at its full width
+  std::int64_t sent_dim = 0;              // columns it sends in the all-to-all: dim_sum, less
+                                          // what its table_row_wise ranges reduce inside the
+                                          // host first (table_row_wise_traffic; plan_cost::dim_sum)
   std::uint64_t hbm_capacity_bytes = 0;   // device_spec::memory_bytes
   std::uint64_t hbm_used_bytes = 0;       // its shards' shard_bytes
   std::uint64_t hbm_free_bytes = 0;       // capacity - used; 0 where used exceeds it
@@ -167,6 +170,9 @@ plan_report plan_report_of(const task& t, const plan& p, const plan_cost& cost,
   }
   plan_report out;
   const auto state = state_of(t, p);
+  std::vector<std::int64_t> sent = state.dim_sum;
+  std::vector<double> reduce_ms(devices, 0.0);  // not reported: in the cost's comm already
+  table_row_wise_traffic(t, p, std::span<std::int64_t>(sent), std::span<double>(reduce_ms));
   out.devices.resize(devices);
   std::vector<double> totals(devices);
   std::vector<double> computes(devices);
@@ -182,6 +188,7 @@ plan_report plan_report_of(const task& t, const plan& p, const plan_cost& cost,
     auto& r = out.devices[d];
     r.shards = state.shard_count[d];
     r.dim_sum = state.dim_sum[d];
+    r.sent_dim = sent[d];
     r.hbm_capacity_bytes = t.cluster.devices[d].memory_bytes;
     r.hbm_used_bytes = state.memory_bytes[d];
     r.hbm_free_bytes =

@@ -2235,6 +2235,7 @@ TEST_CASE("plan --row-layout: a split table inside one host or spread, named and
     return std::string("missing");
   };
   std::map<std::string, nlohmann::json> out;
+  std::map<std::string, std::string> text;
   for (const std::string layout : {"by_cost", "host_first", "row_wise"}) {
     CAPTURE(layout);
     const auto json = scratch() / ("layout-" + layout + ".json");
@@ -2242,7 +2243,20 @@ TEST_CASE("plan --row-layout: a split table inside one host or spread, named and
     INFO(r.out, r.err);
     REQUIRE(r.code == 0);
     out[layout] = nlohmann::json::parse(slurp(json));
+    text[layout] = r.out;
   }
+  // Reduced inside its host, 'big' sends fewer columns than its pieces hold:
+  // the report shows both; spread, it sends them all (no "sent dim" column).
+  const auto columns = [](const nlohmann::json& j, const char* key) {
+    std::int64_t sum = 0;
+    for (const auto& d : j.at("devices"))
+      sum += d.at(key).get<std::int64_t>();
+    return sum;
+  };
+  CHECK(columns(out["by_cost"], "sent_dim") < columns(out["by_cost"], "dim"));
+  CHECK(columns(out["row_wise"], "sent_dim") == columns(out["row_wise"], "dim"));
+  CHECK(text["by_cost"].find("sent dim") != std::string::npos);
+  CHECK(text["row_wise"].find("sent dim") == std::string::npos);
   CHECK(sharding_of_big(out["host_first"]) == "table_row_wise");
   CHECK(sharding_of_big(out["by_cost"]) == "table_row_wise");
   CHECK(sharding_of_big(out["row_wise"]) == "row_wise");

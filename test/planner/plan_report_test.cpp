@@ -312,3 +312,43 @@ TEST_CASE("plan_report: host DRAM capacity and free where it is limited, not els
   CHECK(r.devices[2].dram_capacity_bytes == 0);
   CHECK(r.devices[2].dram_free_bytes == 0);
 }
+
+TEST_CASE("plan_report: a range cut by rows inside one host sends a share of its columns") {
+  // 4 devices in hosts of 2: table 0 (16 columns) cut by rows on devices 0
+  // and 1 (table_row_wise), reduced in host 0, each sending 8 columns; table
+  // 1 (8 columns) whole on device 2. Held columns stay the pieces' widths.
+  embplan::task t;
+  t.name = "hosts";
+  t.batch_size = 1024;
+  t.cluster = embplan::uniform_topology(4, {}, 2);
+  for (const std::int32_t dim : {16, 8}) {
+    embplan::table_spec s;
+    s.name = "t" + std::to_string(dim);
+    s.rows = 1000;
+    s.dim = dim;
+    s.pooling_factor = 8;
+    t.tables.push_back(s);
+  }
+  embplan::plan p;
+  p.shards = {
+      {0, 0, 0, 16, 0, 400, false}, {0, 1, 0, 16, 400, 1000, false}, embplan::whole_table(t, 1, 2)};
+  const embplan::analytic_cost model;
+  const auto r = embplan::plan_report_of(t, p, model);
+  CHECK(r.devices[0].dim_sum == 16);
+  CHECK(r.devices[1].dim_sum == 16);
+  CHECK(r.devices[0].sent_dim == 8);
+  CHECK(r.devices[1].sent_dim == 8);
+  CHECK(r.devices[2].sent_dim == 8);
+  CHECK(r.devices[3].sent_dim == 0);
+  // What evaluate() prices the all-to-all with.
+  const auto cost = embplan::evaluate(t, p, model);
+  for (std::size_t d = 0; d < 4; ++d)
+    CHECK(r.devices[d].sent_dim == cost.dim_sum[d]);
+  // Spread over both hosts (row_wise), nothing is reduced: all 16 each.
+  p.shards[1].device = 2;
+  p.shards[2].device = 3;
+  const auto spread = embplan::plan_report_of(t, p, model);
+  CHECK(spread.devices[0].sent_dim == 16);
+  CHECK(spread.devices[2].sent_dim == 16);
+  CHECK(spread.devices[2].dim_sum == 16);
+}
