@@ -42,6 +42,20 @@ TEST_CASE("device kinds: equal hardware shares a kind, other hardware does not")
   CHECK(kinds.empty(0) != kinds.empty(2));
 }
 
+TEST_CASE("device kinds: capacities part devices only where whole equality is asked") {
+  auto t = embplan_test::random_task(2, {.tables = 2, .devices = 4});
+  t.cluster.devices[1].memory_bytes /= 2;
+  t.cluster.devices[2].dram_bytes = 1u << 30;
+  t.cluster.devices[3].cache_bandwidth_gbps *= 2.0;
+  using kinds_by = embplan::search::detail::device_kinds::by;
+  const embplan::search::detail::device_kinds price(t);
+  CHECK(price.kind_of == std::vector<std::uint32_t>{0, 0, 0, 1});
+  CHECK(price.empty(1) == price.empty(0));
+  const embplan::search::detail::device_kinds whole(t, kinds_by::whole);
+  CHECK(whole.kind_of == std::vector<std::uint32_t>{0, 1, 2, 3});
+  CHECK(whole.representative == std::vector<std::size_t>{0, 1, 2, 3});
+}
+
 TEST_CASE("the cache returns the priced cost again, and counts hits and lookups") {
   const auto t = embplan_test::random_task(3, {.tables = 20});
   const embplan::analytic_cost model;

@@ -130,6 +130,22 @@ TEST_CASE("exact: the brute force's optimum where host DRAM binds (undone as it 
   CHECK(binding > 0);
 }
 
+TEST_CASE("exact: the brute force's optimum where devices differ only in memory") {
+  // Symmetry breaking must not take such devices for equal (device_kinds::by::
+  // whole): the small one holds only the smaller tables.
+  const analytic_cost model;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    CAPTURE(seed);
+    auto t = embplan_test::search_task(seed, 7, 3, 512u << 20);
+    std::vector<std::uint64_t> bytes;
+    for (const auto& s : t.tables)
+      bytes.push_back(table_bytes(s, t.optimizer_state));
+    std::sort(bytes.begin(), bytes.end());
+    t.cluster.devices[1].memory_bytes = bytes[2] + bytes[3];
+    check_optimal(t, model, neg_max_cost_reward{}, exact_table_wise{});
+  }
+}
+
 TEST_CASE("exact: the brute force's optimum, learned model (not monotone)") {
   const auto& model = exact_test_learned();
   for (std::uint64_t seed = 10; seed < 14; ++seed) {

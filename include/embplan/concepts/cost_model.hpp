@@ -8,6 +8,10 @@
 //  - communication(task, dim_sum, start_ms, out): per-device all-to-all costs
 //    given each device's sum of held columns and the time each device starts
 //    its forward all-to-all (NeuroShard §2.2: late starters make others wait).
+// A device's figures may depend on its device_spec, but not on its
+// capacities (memory_bytes, dram_bytes: what the constraints read): searchers
+// price devices that differ only there as one (search/detail/cost_cache.hpp,
+// device_kinds).
 
 #include <concepts>
 #include <cstdint>

@@ -104,7 +104,7 @@ struct exact_table_wise {
         , mask_(t.cluster.size(), 0)
         , compute_(t.cluster.size())
         , device_of_(t.tables.size(), 0)
-        , kinds_(t)
+        , kinds_(t, search::detail::device_kinds::by::whole)
         , candidates_(t.tables.size())
         , comm_nonnegative_(search::detail::communication_nonnegative(model, t)) {
       // Tables costliest alone first (ties: lower index first).
@@ -231,7 +231,7 @@ struct exact_table_wise {
     std::vector<std::uint32_t> mask_;       // per device: its tables
     std::vector<compute_cost> compute_;     // per device: their compute
     std::vector<std::uint32_t> device_of_;  // per table: its device (tables placed so far)
-    search::detail::device_kinds kinds_;    // devices equal but for their names
+    search::detail::device_kinds kinds_;    // devices equal but for their names (memory too)
     std::vector<unsigned char> tried_kind_;
     std::vector<std::vector<std::size_t>> candidates_;  // per depth: the devices to try
     std::vector<std::size_t> order_;                    // the tables in the order they are placed

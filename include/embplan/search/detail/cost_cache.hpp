@@ -9,7 +9,7 @@
 // which columns it holds, since a column piece costs what a table of that
 // width costs (NeuroShard's table augmentation) — and a device's multiset of
 // pieces by the SUM of its pieces' 128-bit hashes, plus a salt for the device
-// kind (devices of identical hardware share one kind). A sum is commutative,
+// kind (devices that price alike share one kind: device_kinds). A sum is commutative,
 // so it follows a device's contents in O(1) per placement or removal, and it
 // respects multiplicity (two equal halves count twice). Two different
 // multisets collide only if their hash sums agree in all 128 bits, which for
@@ -81,19 +81,28 @@ inline multiset_key piece_key(const shard& s) noexcept {
 }
 
 // Devices grouped by hardware: kind_of[d] and a salt per kind, so one multiset
-// on two different kinds of device has two keys.
+// on two different kinds of device has two keys. By default (price) devices
+// that differ only in their capacities (memory_bytes, dram_bytes), which no
+// cost model reads (concepts/cost_model.hpp), share a kind: a sub-task whose
+// devices keep different free memory (rowwise::split_oversized) prices each
+// set of pieces once, not once per device (5,384 tables on 1,024 devices
+// with every option: 211 kinds, and each run of the grid engine mapped
+// every piece's term once per kind). `whole` also tells those apart, for a
+// search that swaps equal devices (the exact solver's symmetry breaking).
 struct device_kinds {
+  enum class by : unsigned char { price, whole };
+
   std::vector<std::uint32_t> kind_of;
   std::vector<multiset_key> salt;
   std::vector<std::size_t> representative;  // per kind: its first device
 
-  explicit device_kinds(const task& t) {
+  explicit device_kinds(const task& t, by equal = by::price) {
     const std::size_t devices = t.cluster.size();
     kind_of.resize(devices);
     for (std::size_t d = 0; d < devices; ++d) {
       std::size_t k = 0;
       while (k < representative.size() &&
-             !same_hardware(t.cluster.devices[representative[k]], t.cluster.devices[d]))
+             !same_kind(t.cluster.devices[representative[k]], t.cluster.devices[d], equal))
         ++k;
       if (k == representative.size()) {
         representative.push_back(d);
@@ -106,6 +115,15 @@ struct device_kinds {
 
   // The key of an empty device `d`; add piece keys to it.
   multiset_key empty(std::size_t d) const noexcept { return salt[kind_of[d]]; }
+
+ private:
+  static bool same_kind(const device_spec& a, const device_spec& b, by equal) {
+    if (equal == by::whole) return same_hardware(a, b);
+    device_spec priced = a;
+    priced.memory_bytes = b.memory_bytes;
+    priced.dram_bytes = b.dram_bytes;
+    return same_hardware(priced, b);
+  }
 };
 
 // Storage of key_map's slots. A search's cache can reach tens of megabytes
