@@ -724,7 +724,6 @@ class grid_engine {
     const std::size_t walk = cur_.rank.size();
     const std::uint64_t bytes = order_bytes_[step];
     for (std::size_t p = 0; p < walk; ++p) {
-      const std::uint32_t d = rank[p];
       // Too little room (room_): the constraint would refuse it, whatever
       // the bound, so it is no candidate for the critical bound either
       // (which is then nearer the true one: the same plans, fewer repeated
@@ -732,10 +731,14 @@ class grid_engine {
       // devices a step were passed so, most of the search's time while the
       // constraint was asked about each (likely those holding a large
       // table's row shards in rowwise::split_oversized's sub-task: cheap
-      // there, so ranked first, and nearly full).
+      // there, so ranked first, and nearly full). Skipped in a loop of its
+      // own, which the compiler keeps in registers (in the walk's body it
+      // reloaded its locals from the stack at every device).
       if constexpr (ReadRoom) {
-        if (room_left[d] < bytes) continue;
+        p = first_with_room(rank, room_left, p, walk, bytes);
+        if (p == walk) break;
       }
+      const std::uint32_t d = rank[p];
       s.device = d;
       if (dim[d] > room) {
         // Refused by the bound (need > bound): a candidate critical bound.
@@ -755,6 +758,14 @@ class grid_engine {
     }
     full_critical(devices, s.cols(), critical);
     return devices;
+  }
+
+  // The first position from p on (or end) whose device has room for `bytes`.
+  static std::size_t first_with_room(const std::uint32_t* rank, const std::uint64_t* room,
+                                     std::size_t p, std::size_t end, std::uint64_t bytes) noexcept {
+    while (p < end && room[rank[p]] < bytes)
+      ++p;
+    return p;
   }
 
   // room_[d] = room_of(rule_, t_, cur_.st, d), after d's state changed
