@@ -886,7 +886,8 @@ class grid_engine {
       cur_.compute[d] = h >= 0 ? snap_compute_[static_cast<std::size_t>(h)] : empty_compute_[d];
       cur_.load[d] = cur_.compute[d].total_ms();
     }
-    least_room_ = std::ranges::min(room_);  // rooms grew: the least again
+    if constexpr (room_bounding_constraint<Constraint>)
+      least_room_ = std::ranges::min(room_);  // rooms grew: the least again
     cur_.rank.assign(from_rank_);
     std::fill(moved_.begin(), moved_.end(), 0);
     changed_.clear();
