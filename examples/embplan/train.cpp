@@ -30,6 +30,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.hpp"
@@ -142,6 +143,14 @@ constexpr const char* dreamshard_mpi_meter_text =
     "CPU meter (each device's shard run as one fused embedding bag and timed, AutoShard "
     "protocol, one MPI rank per device, the ranks in turn)";
 
+// The measuring meters' texts (`compare`'s) name their communication; the
+// training line names it once, after the meter.
+std::string without_comm(std::string text) {
+  constexpr std::string_view named = "; communication from the analytic all-to-all model";
+  if (const auto at = text.find(named); at != std::string::npos) text.erase(at, named.size());
+  return text;
+}
+
 int run_train_dreamshard(const train_args& a, const world& w) {
   namespace rl = embplan::rl;
   rl::dreamshard_train_options o = a.rl;
@@ -183,7 +192,7 @@ int run_train_dreamshard(const train_args& a, const world& w) {
   auto state = a.resume.empty() ? rl::dreamshard_train_start(o) : rl::load_checkpoint(a.resume, o);
   const auto chosen = training_meter(a);
   const auto& meter = chosen.meter;
-  const std::string meter_text = mpi ? dreamshard_mpi_meter_text : chosen.text;
+  const std::string meter_text = mpi ? dreamshard_mpi_meter_text : without_comm(chosen.text);
   const std::string comm_text = mpi ? dreamshard_mpi_comm_text : dreamshard_comm_text;
   const rl::cost_model_meter<any_meter> modelled{&meter};
   const auto measure = [&](const embplan::task& t, const embplan::plan& p) {

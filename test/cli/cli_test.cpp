@@ -1406,6 +1406,28 @@ TEST_CASE("train dreamshard writes a policy that plan --planner dreamshard --pol
   CHECK(c.out.find("dreamshard policy: dreamshard-policy.safetensors") != std::string::npos);
 }
 
+TEST_CASE("train dreamshard on the CPU meter names the communication once") {
+  // The CPU meter's text (compare's) names its communication itself; the
+  // training line names it once, after the meter.
+  const auto policy = scratch() / "dreamshard-cpu-policy.safetensors";
+  const auto r = run("train dreamshard --tasks " + dreamshard_tasks().string() +
+                     " --meter cpu --iterations 1 --collect 2 --cost-steps 2 --cost-batch 2 "
+                     "--rl-steps 1 --episodes 2 --quiet --out " +
+                     policy.string());
+  INFO(r.out);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto at = r.out.find("meter: cpu, CPU meter");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  std::size_t named = 0;
+  for (auto p = line.find("communication"); p != std::string::npos;
+       p = line.find("communication", p + 1))
+    ++named;
+  CHECK(named == 1);
+  CHECK(line.ends_with("; communication: the analytic all-to-all model (not measured)"));
+}
+
 TEST_CASE("train dreamshard: the same seed gives the same file bytes, another seed another") {
   const auto a = scratch() / "dreamshard-a.safetensors";
   const auto b = scratch() / "dreamshard-b.safetensors";
