@@ -362,7 +362,9 @@ int run_compare(const compare_args& a) {
   if (a.half != "auto") (void)pool_half_of(a.half, /*takes_auto=*/true);
   auto pm = load_planning_model(a.model, a.own ? a.own->bundled_model : std::string());
   const bool dreamshard = std::any_of(names.begin(), names.end(), is_dreamshard);
-  if (dreamshard || !a.policy.empty() || a.meter.name == "dreamshard") load_policy(pm, a.policy);
+  if (dreamshard || !a.policy.empty() || a.meter.name == "dreamshard") {
+    load_policy(pm, a.policy, a.own ? a.own->bundled_policy : std::string());
+  }
   const bool autoshard = std::any_of(names.begin(), names.end(), is_autoshard);
   if (autoshard || !a.autoshard_policy.empty()) load_autoshard_policy(pm, a.autoshard_policy);
   const auto source = task_source_of(a, pm);
@@ -599,7 +601,11 @@ command add_compare(CLI::App& app, std::shared_ptr<const program_meter> own) {
   sub->add_option("--json", a->json, "also write the results as JSON");
   add_meter_options(sub, a->meter, /*dreamshard=*/true);
   add_model_option(sub, a->model, a->own ? "the bundled " + a->own->bundled_model : std::string());
-  add_policy_option(sub, a->policy);
+  if (a->own && !a->own->bundled_policy.empty()) {
+    add_policy_option(sub, a->policy, "the bundled " + a->own->bundled_policy);
+  } else {
+    add_policy_option(sub, a->policy);
+  }
   add_autoshard_policy_option(sub, a->autoshard_policy);
   sub->add_flag("--optimum", a->optimum,
                 "also find each task's optimum table-wise plan under the meter (exact search; "

@@ -94,9 +94,12 @@ std::filesystem::path policy_path(const std::string& arg,
 
 }  // namespace
 
-void load_policy(planning_model& pm, const std::string& arg) {
-  const auto path = policy_path(arg, bundled_policy_candidates(), "--policy", "dreamshard",
-                                "DreamShard", pm.policy_text);
+void load_policy(planning_model& pm, const std::string& arg, std::string_view bundled_file) {
+  const auto path =
+      policy_path(arg,
+                  bundled_file.empty() ? bundled_policy_candidates()
+                                       : bundled_candidates(std::string(bundled_file).c_str()),
+                  "--policy", "dreamshard", "DreamShard", pm.policy_text);
   if (path.empty()) {
     pm.policy = nullptr;
     return;

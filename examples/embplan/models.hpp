@@ -70,15 +70,19 @@ planning_model load_planning_model(const std::string& arg, std::string_view bund
 std::vector<std::filesystem::path> bundled_policy_candidates();
 
 // Adds --policy's policy to `pm`: `arg` a file of `embplan train dreamshard`,
-// or empty for the bundled one. A missing bundled file leaves pm.policy null
-// and says where it was looked for; a file the user named must load.
-void load_policy(planning_model& pm, const std::string& arg);
+// or empty for the bundled one (`bundled_file`, a path under data/; empty:
+// rl/dreamshard_cpu_4dev.safetensors). A missing bundled file leaves pm.policy
+// null and says where it was looked for; a file the user named must load.
+void load_policy(planning_model& pm, const std::string& arg, std::string_view bundled_file = {});
 
-// --policy: the trained DreamShard policy the dreamshard planner places with.
-inline void add_policy_option(CLI::App* app, std::string& policy) {
+// --policy: the trained DreamShard policy the dreamshard planner places with;
+// `bundled`: what the default is, for the help.
+inline void add_policy_option(CLI::App* app, std::string& policy,
+                              const std::string& bundled = "the bundled CPU-meter policy") {
   app->add_option("--policy", policy,
                   "DreamShard policy the dreamshard planner places with: a file of `embplan "
-                  "train dreamshard`; default: the bundled CPU-meter policy");
+                  "train dreamshard`; default: " +
+                      bundled);
 }
 
 // The same for the bundled AutoShard policy (data/rl/autoshard_cpu_8dev.safetensors).
@@ -166,9 +170,10 @@ struct meter_choice {
 // by nvcc, which the host-compiled CLI cannot name): --meter `name` takes it,
 // and `make` builds it when the command starts pricing plans.
 struct program_meter {
-  std::string name;           // --meter NAME, and the command's default meter
-  std::string help;           // --meter's help
-  std::string bundled_model;  // the default --model, a file under data/
+  std::string name;            // --meter NAME, and the command's default meter
+  std::string help;            // --meter's help
+  std::string bundled_model;   // the default --model, a file under data/
+  std::string bundled_policy;  // the default --policy, a file under data/ (empty: the CLI's)
   std::function<meter_choice()> make;
   bool measures = true;  // times plans (--rounds applies) rather than models them
 };

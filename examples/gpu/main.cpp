@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
       "and timed with CUDA events, AutoShard protocol; communication from the analytic "
       "all-to-all model";
   own->bundled_model = "cost/gpu_compute_model.safetensors";
+  own->bundled_policy = "rl/dreamshard_gpu_4dev.safetensors";
   own->make = [&]() -> embplan_cli::meter_choice {
     std::string why;
     const std::string device = embplan_gpu::device_description(why);
