@@ -225,3 +225,49 @@ TEST_CASE("local search: destinations bounds the devices a piece may go to") {
       (embplan::local_search<>{.destinations = -3}.search(t, model, rule, reward, 0)),
       doctest::Contains("local_search.destinations' = -3"), embplan::error);
 }
+
+namespace {
+
+// A start searcher that returns a given plan.
+struct given_plan {
+  embplan::plan placement;
+  std::string_view name() const noexcept { return "given_plan"; }
+  template <class M, class C, class R>
+  embplan::search_result search(const embplan::task&, const M&, const C&, const R&,
+                                std::uint64_t) const {
+    return {.placement = placement, .ok = true};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("local search splits unevenly where halves cannot balance the devices") {
+  // One wide table on three devices, halved into 64 + 32 + 32 columns: no
+  // move, swap, halving split or merge lowers the 64-column device without
+  // raising another as high (a local optimum of the halving moves); moving a
+  // quarter of its piece away does (split_widths, the second phase).
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  auto t = sample_task(7, 1, 3);
+  t.tables[0].dim = 128;
+  const auto rows = t.tables[0].rows;
+  given_plan start;
+  start.placement.shards = {
+      {.table = 0, .device = 0, .col_begin = 0, .col_end = 64, .row_end = rows},
+      {.table = 0, .device = 1, .col_begin = 64, .col_end = 96, .row_end = rows},
+      {.table = 0, .device = 2, .col_begin = 96, .col_end = 128, .row_end = rows}};
+  const double before = embplan::evaluate(t, start.placement, model).max_ms();
+  const auto r =
+      embplan::local_search<given_plan>{.start = start}.search(t, model, rule, reward, 0);
+  REQUIRE(r.ok);
+  CHECK_NOTHROW(embplan::validate(t, r.placement, {.dim_multiple = 4, .memory = true}));
+  CHECK(embplan::evaluate(t, r.placement, model).max_ms() < 0.9 * before);
+  bool uneven = false;
+  for (const auto& s : r.placement.shards) {
+    CAPTURE(s.cols());
+    CHECK(s.cols() % 4 == 0);
+    uneven = uneven || (128 % s.cols() != 0);  // not 128 / 2^k columns
+  }
+  CHECK(uneven);
+}
