@@ -925,10 +925,11 @@ struct local_search {
     search::detail::local_improver<CostModel, Constraint, Reward> improver(
         t, model, rule, r.placement, score, static_cast<std::size_t>(destinations));
     // Steepest ascent with halving splits to a local optimum, then on from it
-    // with uneven splits too: the larger neighbourhood from the start lands in
-    // other optima, on the NeuroShard protocol as often worse as better (80 of
-    // 600 tasks moved, 32 of them up to 5 % worse); from the halves' optimum
-    // it can only improve on it (README, "Benchmarks").
+    // with uneven splits and shifts too: the larger neighbourhood from the
+    // start led to other optima (the uneven splits alone, on the NeuroShard
+    // protocol: 80 of 600 plans changed, 32 of them for the worse, by up to
+    // 5 %); from the halving moves' optimum it can only improve on it
+    // (README, "Benchmarks").
     std::int32_t k = 0;
     for (; k < max_moves && improver.improve(); ++k) {
     }
