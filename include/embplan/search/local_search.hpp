@@ -211,7 +211,7 @@ class local_improver {
             w.copy_a = j;
             try_move(w);  // swap
           }
-          for (const std::int64_t w : split_widths(p.cols(), uneven_)) {
+          for (const std::int32_t w : split_widths(p.cols(), uneven_)) {
             if (w == 0) break;
             local_move h = m;
             h.in_a = moved(p, a);
@@ -235,11 +235,10 @@ class local_improver {
             g.has_in_b = true;
             try_move(g);  // merge into q
             if (!uneven_) continue;
-            for (const std::int64_t w : split_widths(p.cols(), true)) {
+            for (const std::int32_t w : split_widths(p.cols(), true)) {
               if (w == 0) break;
               local_move f = g;
-              const auto cut = static_cast<std::int32_t>(
-                  q.col_begin == p.col_end ? p.col_end - w : p.col_begin + w);
+              const std::int32_t cut = q.col_begin == p.col_end ? p.col_end - w : p.col_begin + w;
               f.in_a = p;
               (q.col_begin == p.col_end ? f.in_a.col_end : f.in_a.col_begin) = cut;
               f.has_in_a = true;
@@ -275,15 +274,15 @@ class local_improver {
   // narrowest piece TorchRec's column-wise sharding makes) and leaving at
   // least 4 behind, distinct, ascending. The beam splits in halves, as
   // NeuroShard does; the uneven widths reach splits it cannot.
-  static std::array<std::int64_t, 3> split_widths(std::int64_t cols, bool uneven) noexcept {
-    std::array<std::int64_t, 3> out{};
+  static std::array<std::int32_t, 3> split_widths(std::int32_t cols, bool uneven) noexcept {
+    std::array<std::int32_t, 3> out{};
     if (!uneven) {
       if (cols % 8 == 0 && cols >= 8) out[0] = cols / 2;
       return out;
     }
     std::size_t n = 0;
-    for (const std::int64_t quarters : {1, 2, 3}) {
-      const std::int64_t w = (cols * quarters + 8) / 16 * 4;  // nearest multiple of 4
+    for (const std::int32_t quarters : {1, 2, 3}) {
+      const std::int32_t w = (cols * quarters + 8) / 16 * 4;  // nearest multiple of 4
       if (w >= 4 && w <= cols - 4 && (n == 0 || out[n - 1] != w)) out[n++] = w;
     }
     return out;
