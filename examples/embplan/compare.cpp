@@ -601,11 +601,7 @@ command add_compare(CLI::App& app, std::shared_ptr<const program_meter> own) {
   sub->add_option("--json", a->json, "also write the results as JSON");
   add_meter_options(sub, a->meter, /*dreamshard=*/true);
   add_model_option(sub, a->model, a->own ? "the bundled " + a->own->bundled_model : std::string());
-  if (a->own && !a->own->bundled_policy.empty()) {
-    add_policy_option(sub, a->policy, "the bundled " + a->own->bundled_policy);
-  } else {
-    add_policy_option(sub, a->policy);
-  }
+  add_policy_option(sub, a->policy, a->own ? a->own->bundled_policy : std::string());
   add_autoshard_policy_option(sub, a->autoshard_policy);
   sub->add_flag("--optimum", a->optimum,
                 "also find each task's optimum table-wise plan under the meter (exact search; "

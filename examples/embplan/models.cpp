@@ -38,7 +38,7 @@ constexpr const char* measured_meter_text =
     "AutoShard protocol); communication from the analytic all-to-all model";
 
 // Next to an installed CLI, then in the source tree (models.hpp).
-std::vector<std::filesystem::path> bundled_candidates(const char* file) {
+std::vector<std::filesystem::path> bundled_candidates(std::string_view file) {
   std::vector<std::filesystem::path> out;
   if (const auto prefix = install_prefix(); !prefix.empty()) {
     out.push_back(prefix / EMBPLAN_INSTALL_DATADIR / file);
@@ -95,11 +95,9 @@ std::filesystem::path policy_path(const std::string& arg,
 }  // namespace
 
 void load_policy(planning_model& pm, const std::string& arg, std::string_view bundled_file) {
-  const auto path =
-      policy_path(arg,
-                  bundled_file.empty() ? bundled_policy_candidates()
-                                       : bundled_candidates(std::string(bundled_file).c_str()),
-                  "--policy", "dreamshard", "DreamShard", pm.policy_text);
+  const auto path = policy_path(
+      arg, bundled_candidates(bundled_file.empty() ? bundled_policy_file : bundled_file),
+      "--policy", "dreamshard", "DreamShard", pm.policy_text);
   if (path.empty()) {
     pm.policy = nullptr;
     return;
@@ -151,10 +149,8 @@ planning_model load_planning_model(const std::string& arg, std::string_view bund
   std::filesystem::path path = arg;
   if (bundled) {
     std::string tried;
-    path =
-        first_existing(bundled_file.empty() ? bundled_compute_model_candidates()
-                                            : bundled_candidates(std::string(bundled_file).c_str()),
-                       tried);
+    path = first_existing(
+        bundled_candidates(bundled_file.empty() ? bundled_model_file : bundled_file), tried);
     if (path.empty()) {
       return {std::nullopt,
               "the bundled model is not at " + tried + ": neuroshard plans on the analytic model"};

@@ -76,13 +76,13 @@ std::vector<std::filesystem::path> bundled_policy_candidates();
 void load_policy(planning_model& pm, const std::string& arg, std::string_view bundled_file = {});
 
 // --policy: the trained DreamShard policy the dreamshard planner places with;
-// `bundled`: what the default is, for the help.
+// `bundled_file`: the default's file under data/, for the help (empty: the CLI's).
 inline void add_policy_option(CLI::App* app, std::string& policy,
-                              const std::string& bundled = "the bundled CPU-meter policy") {
+                              const std::string& bundled_file = {}) {
   app->add_option("--policy", policy,
                   "DreamShard policy the dreamshard planner places with: a file of `embplan "
-                  "train dreamshard`; default: " +
-                      bundled);
+                  "train dreamshard`; default: the bundled " +
+                      (bundled_file.empty() ? std::string("CPU-meter policy") : bundled_file));
 }
 
 // The same for the bundled AutoShard policy (data/rl/autoshard_cpu_8dev.safetensors).

@@ -238,12 +238,13 @@ class local_improver {
             for (const std::int32_t w : split_widths(p.cols(), true)) {
               if (w == 0) break;
               local_move f = g;
-              const std::int32_t cut = q.col_begin == p.col_end ? p.col_end - w : p.col_begin + w;
+              const bool q_above = q.col_begin == p.col_end;
+              const std::int32_t cut = q_above ? p.col_end - w : p.col_begin + w;
               f.in_a = p;
-              (q.col_begin == p.col_end ? f.in_a.col_end : f.in_a.col_begin) = cut;
+              (q_above ? f.in_a.col_end : f.in_a.col_begin) = cut;
               f.has_in_a = true;
               f.in_b = moved(q, b);
-              (q.col_begin == p.col_end ? f.in_b.col_begin : f.in_b.col_end) = cut;
+              (q_above ? f.in_b.col_begin : f.in_b.col_end) = cut;
               try_move(f);  // shift w columns of p into q
             }
           }
