@@ -9,7 +9,8 @@
 // with those and memory tiers on a task HBM cannot hold (all_options; the
 // same on NVLink-class hosts, all_options_nvlink, and with split tables
 // spread over hosts there, all_options_nvlink_spread), and neuroshard_ls
-// staged under user rules (user_rules).
+// staged under user rules (user_rules); the portfolio of the two with every
+// option (portfolio_all_options, _nvlink).
 // Tables: bench/common/bench_task.hpp (the synthetic pool, dims {4, ..., 128},
 // memory never refuses). Goal at 10,000 x 1,024: <= 5 s and <= 200 MB per plan.
 //
@@ -149,13 +150,11 @@ template <class Planner, class Rule>
 embplan::rowwise_planner_of<Planner> staged(
     const Planner& p, const Rule& rule,
     embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost) {
-  return {p.cost(),
-          {.inner = p.searcher(),
-           .split_rows = true,
-           .data_parallel = {.enabled = true},
-           .layout = layout},
-          rule,
-          p.scorer()};
+  return {
+      p.cost(),
+      embplan::rowwise::behind_stage(
+          p.searcher(), {.split_rows = true, .data_parallel = {.enabled = true}, .layout = layout}),
+      rule, p.scorer()};
 }
 template <class Planner>
 embplan::rowwise_planner_of<Planner> staged(const Planner& p) {
@@ -232,6 +231,16 @@ void bm_torchrec_all_options_nvlink(benchmark::State& state) {
 
 void bm_neuroshard_ls_all_options_nvlink(benchmark::State& state) {
   run_tiered(state, embplan::neuroshard_ls_planner{}, true);
+}
+
+// The portfolio of the two (neuroshard_ls and torchrec_like, each behind its
+// own stage; the cheaper plan of the full task kept: search/best_of.hpp).
+void bm_portfolio_all_options(benchmark::State& state) {
+  run_tiered(state, embplan::portfolio_planner{});
+}
+
+void bm_portfolio_all_options_nvlink(benchmark::State& state) {
+  run_tiered(state, embplan::portfolio_planner{}, true);
 }
 
 // The same with every split table spread over hosts (row_wise), to compare.
@@ -316,5 +325,7 @@ BENCHMARK(bm_neuroshard_ls_all_options)->Apply(sizes);
 BENCHMARK(bm_torchrec_all_options_nvlink)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_all_options_nvlink)->Apply(sizes);
 BENCHMARK(bm_torchrec_all_options_nvlink_spread)->Apply(sizes);
+BENCHMARK(bm_portfolio_all_options)->Apply(sizes);
+BENCHMARK(bm_portfolio_all_options_nvlink)->Apply(sizes);
 
 BENCHMARK_MAIN();

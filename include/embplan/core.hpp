@@ -39,6 +39,7 @@
 #include "embplan/reward/balance.hpp"
 #include "embplan/reward/memory_penalty.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
+#include "embplan/search/best_of.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/grid_greedy.hpp"
 #include "embplan/search/infeasible.hpp"

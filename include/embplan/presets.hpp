@@ -24,8 +24,11 @@
 //   neuroshard_ls_planner       neuroshard_plus, then local search (moves, swaps,
 //                               splits, merges at the bottleneck devices; a
 //                               memory-first start where the beam fits nothing)
+//   portfolio_planner           neuroshard_ls and torchrec_like both plan; the plan
+//                               the reward scores higher is kept (search/best_of.hpp)
 //   basic_neuroshard_planner<Cost>, basic_neuroshard_plus_planner<Cost>,
-//   basic_neuroshard_ls_planner<Cost>: the same on any cost model (e.g. a learned one)
+//   basic_neuroshard_ls_planner<Cost>, basic_portfolio_planner<Cost>: the same on
+//                               any cost model (e.g. a learned one)
 //   exact_planner               the optimum table-wise plan of a small task (at most
 //                               16 tables by default) under the analytic model:
 //                               depth-first with symmetry breaking (search/exact.hpp)
@@ -41,7 +44,7 @@
 // table_rules(t, rules)}, {}) honours them; run_preset takes them by name).
 // rowwise_planner_of<P>: P with its searcher behind rowwise::split_oversized,
 // so a table that fits no device is split by rows instead of failing the task
-// (rowwise/split.hpp).
+// (rowwise/split.hpp); build its searcher with rowwise::behind_stage.
 
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/constraint/all_of.hpp"
@@ -51,6 +54,7 @@
 #include "embplan/reward/balance.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/rowwise/split.hpp"
+#include "embplan/search/best_of.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/exact.hpp"
 #include "embplan/search/local_search.hpp"
@@ -91,11 +95,19 @@ using basic_exact_planner =
     planner<Cost, exact_table_wise, default_constraint, neg_max_cost_reward>;
 using exact_planner = basic_exact_planner<>;
 
-// Planner with its searcher behind rowwise::split_oversized.
+// neuroshard_ls and torchrec_like, the plan of the two the reward scores
+// higher (search/best_of.hpp).
+template <cost_model Cost = analytic_cost>
+using basic_portfolio_planner = planner<Cost, best_of<local_search<column_beam>, torchrec_like>,
+                                        default_constraint, neg_max_cost_reward>;
+using portfolio_planner = basic_portfolio_planner<>;
+
+// Planner with its searcher behind rowwise::split_oversized (a portfolio's
+// members each behind their own: rowwise::behind_stage).
 template <class Planner>
 using rowwise_planner_of =
     planner<typename Planner::cost_model_type,
-            rowwise::split_oversized<typename Planner::searcher_type>,
+            rowwise::staged_searcher_t<typename Planner::searcher_type>,
             typename Planner::constraint_type, typename Planner::reward_type>;
 using rowwise_lookup_greedy_planner = rowwise_planner_of<lookup_greedy_planner>;
 

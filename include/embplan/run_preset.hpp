@@ -32,10 +32,10 @@ namespace embplan::inline EMBPLAN_ABI {
 
 namespace presets::detail {
 
-inline constexpr std::array<std::string_view, 12> names{
+inline constexpr std::array<std::string_view, 13> names{
     "random",        "size_greedy", "dim_greedy", "lookup_greedy",   "size_lookup_greedy",
     "random_search", "torchrec",    "neuroshard", "neuroshard_plus", "neuroshard_ls",
-    "dreamshard",    "autoshard"};
+    "dreamshard",    "autoshard",   "portfolio"};
 
 inline constexpr std::string_view rowwise_prefix = "rowwise_";
 
@@ -92,13 +92,12 @@ namespace presets::detail {
 template <class Planner>
 plan_result run(const Planner& p, const preset_stages& stages, const task& t, std::uint64_t seed) {
   if (!stages.any()) return p(t, seed);
-  return rowwise_planner_of<Planner>(p.cost(),
-                                     rowwise::split_oversized<typename Planner::searcher_type>{
-                                         .inner = p.searcher(),
-                                         .split_rows = stages.split_rows,
-                                         .data_parallel = stages.data_parallel,
-                                         .layout = stages.layout},
-                                     p.rule(), p.scorer())(t, seed);
+  return rowwise_planner_of<Planner>(
+      p.cost(),
+      rowwise::behind_stage(p.searcher(), {.split_rows = stages.split_rows,
+                                           .data_parallel = stages.data_parallel,
+                                           .layout = stages.layout}),
+      p.rule(), p.scorer())(t, seed);
 }
 
 // The preset's default_constraint with the user's rules in place of its
@@ -124,21 +123,18 @@ preset_fn as_preset_fn(Planner p) {
 }  // namespace presets::detail
 
 // Runs the named preset on `t`. The planners that search on any cost model
-// (neuroshard, neuroshard_plus, neuroshard_ls and their rowwise_ forms: NeuroShard's "pre-train,
-// then search", §3) search on `model`, e.g. a learned neural_cost, by default
-// the analytic model; the others keep their own cost (the baselines are
-// defined by it). "dreamshard" runs models.dreamshard (a trained policy's
-// planner, embplan::dreamshard_preset) and throws embplan::error naming
-// 'preset_models.dreamshard' when that is empty; "autoshard" likewise runs
-// models.autoshard (embplan::autoshard_preset). An unknown name throws
-// embplan::error naming the field 'planner', the value and the accepted names.
-// A template even without `model`, so that a TU that never calls it does not
-// instantiate the twenty planners.
-// `rules`: the user's per-table constraints (table_rules, built for `t`),
-// which every preset plans under, in default_constraint; empty by default.
-// `data_parallel`: the small tables replicated first (off by default).
-// `layout`: where the rowwise_ presets put a split table's pieces on a
-// cluster of several hosts (rowwise::row_layout; by cost by default).
+// (neuroshard, neuroshard_plus, neuroshard_ls, portfolio and their rowwise_ forms:
+// NeuroShard's "pre-train, then search", §3) search on `model`, e.g. a learned neural_cost, by
+// default the analytic model; the others keep their own cost (the baselines are defined by it).
+// "dreamshard" runs models.dreamshard (a trained policy's planner, embplan::dreamshard_preset) and
+// throws embplan::error naming 'preset_models.dreamshard' when that is empty; "autoshard" likewise
+// runs models.autoshard (embplan::autoshard_preset). An unknown name throws embplan::error naming
+// the field 'planner', the value and the accepted names. A template even without `model`, so that a
+// TU that never calls it does not instantiate the twenty-two planners. `rules`: the user's
+// per-table constraints (table_rules, built for `t`), which every preset plans under, in
+// default_constraint; empty by default. `data_parallel`: the small tables replicated first (off by
+// default). `layout`: where the rowwise_ presets put a split table's pieces on a cluster of several
+// hosts (rowwise::row_layout; by cost by default).
 template <cost_model Model = analytic_cost>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
                        const Model& model = Model{}, const preset_models& models = {},
@@ -166,6 +162,7 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
     return run(basic_neuroshard_plus_planner<Model>(model, {}, rule, {}));
   }
   if (base == "neuroshard_ls") return run(basic_neuroshard_ls_planner<Model>(model, {}, rule, {}));
+  if (base == "portfolio") return run(basic_portfolio_planner<Model>(model, {}, rule, {}));
   if (base == "dreamshard") {
     if (!models.dreamshard) {
       detail::fail("preset_models.dreamshard", "(empty)",

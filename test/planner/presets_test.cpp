@@ -34,7 +34,7 @@ using embplan_test::bundled_models;
 
 TEST_CASE("preset names, in order") {
   const auto names = embplan::preset_names();
-  REQUIRE(names.size() == 12);
+  REQUIRE(names.size() == 13);
   CHECK(names[0] == "random");
   CHECK(names[1] == "size_greedy");
   CHECK(names[2] == "dim_greedy");
@@ -47,6 +47,7 @@ TEST_CASE("preset names, in order") {
   CHECK(names[9] == "neuroshard_ls");
   CHECK(names[10] == "dreamshard");
   CHECK(names[11] == "autoshard");
+  CHECK(names[12] == "portfolio");
 }
 
 TEST_CASE("every preset gives a valid plan, the same for the same seed") {

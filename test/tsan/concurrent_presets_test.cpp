@@ -89,10 +89,8 @@ plan_fn shared(Planner p) {
 template <class Planner>
 void add_with_rowwise(std::vector<preset_case>& out, std::string_view name, const Planner& p,
                       const variant& v) {
-  using searcher_type = typename Planner::searcher_type;
   const embplan::rowwise_planner_of<Planner> rw(
-      p.cost(), embplan::rowwise::split_oversized<searcher_type>{.inner = p.searcher()}, p.rule(),
-      p.scorer());
+      p.cost(), embplan::rowwise::behind_stage(p.searcher(), {}), p.rule(), p.scorer());
   const auto add = [&](std::string preset, plan_fn plan) {
     preset_case c{.label = preset + v.tag, .plan = std::move(plan), .exact_counts = v.exact_counts};
     if (v.registry) {
@@ -185,6 +183,8 @@ std::vector<preset_case> shared_presets(const bundled_models& m) {
       add_with_rowwise(out, name, embplan::random_search_planner{}, checked);
     } else if (name == "torchrec") {
       add_with_rowwise(out, name, embplan::torchrec_planner{}, checked);
+    } else if (name == "portfolio") {
+      add_with_rowwise(out, name, embplan::portfolio_planner{}, checked);
     } else if (name == "neuroshard" || name == "neuroshard_plus" || name == "neuroshard_ls") {
       const auto add = [&](const auto& model, const std::string& tag, bool beam_workers) {
         if (name == "neuroshard") {

@@ -99,6 +99,7 @@
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/collectives.hpp"
 #include "embplan/rowwise/partition.hpp"
+#include "embplan/search/best_of.hpp"
 #include "embplan/search/infeasible.hpp"
 #include "embplan/version.hpp"
 
@@ -797,5 +798,46 @@ struct split_oversized {
     return out;
   }
 };
+
+// split_oversized's settings without its inner searcher (behind_stage).
+struct stage_settings {
+  std::int64_t hot_rows = 0;
+  bool split_rows = true;
+  data_parallel_options data_parallel{};
+  row_layout layout = row_layout::by_cost;
+};
+
+// The searcher behind_stage makes of `Inner`: split_oversized<Inner>, and for
+// a portfolio (best_of) the portfolio of its members, each behind its own
+// stage.
+template <class Inner>
+struct staged_searcher {
+  using type = split_oversized<Inner>;
+};
+template <class... Members>
+struct staged_searcher<best_of<Members...>> {
+  using type = best_of<typename staged_searcher<Members>::type...>;
+};
+template <class Inner>
+using staged_searcher_t = typename staged_searcher<Inner>::type;
+
+// `s` behind the row-split stage with `settings`. A best_of's members each go
+// behind their own, so that the portfolio compares whole plans of the
+// caller's task (best_of.hpp): behind one stage it would compare the plans of
+// the stage's sub-task, whose costs leave the row pieces out.
+template <class Inner>
+staged_searcher_t<Inner> behind_stage(const Inner& s, const stage_settings& settings) {
+  if constexpr (is_best_of<Inner>) {
+    return std::apply(
+        [&](const auto&... m) { return staged_searcher_t<Inner>{{behind_stage(m, settings)...}}; },
+        s.searchers);
+  } else {
+    return {.inner = s,
+            .hot_rows = settings.hot_rows,
+            .split_rows = settings.split_rows,
+            .data_parallel = settings.data_parallel,
+            .layout = settings.layout};
+  }
+}
 
 }  // namespace embplan::inline EMBPLAN_ABI::rowwise
