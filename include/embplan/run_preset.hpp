@@ -123,18 +123,22 @@ preset_fn as_preset_fn(Planner p) {
 }  // namespace presets::detail
 
 // Runs the named preset on `t`. The planners that search on any cost model
-// (neuroshard, neuroshard_plus, neuroshard_ls, portfolio and their rowwise_ forms:
-// NeuroShard's "pre-train, then search", §3) search on `model`, e.g. a learned neural_cost, by
-// default the analytic model; the others keep their own cost (the baselines are defined by it).
-// "dreamshard" runs models.dreamshard (a trained policy's planner, embplan::dreamshard_preset) and
-// throws embplan::error naming 'preset_models.dreamshard' when that is empty; "autoshard" likewise
-// runs models.autoshard (embplan::autoshard_preset). An unknown name throws embplan::error naming
-// the field 'planner', the value and the accepted names. A template even without `model`, so that a
-// TU that never calls it does not instantiate the twenty-two planners. `rules`: the user's
-// per-table constraints (table_rules, built for `t`), which every preset plans under, in
-// default_constraint; empty by default. `data_parallel`: the small tables replicated first (off by
-// default). `layout`: where the rowwise_ presets put a split table's pieces on a cluster of several
-// hosts (rowwise::row_layout; by cost by default).
+// (neuroshard, neuroshard_plus, neuroshard_ls, portfolio and their rowwise_
+// forms: NeuroShard's "pre-train, then search", §3) search on `model`, e.g. a
+// learned neural_cost, by default the analytic model; the others keep their
+// own cost (the baselines are defined by it). "dreamshard" runs
+// models.dreamshard (a trained policy's planner, embplan::dreamshard_preset)
+// and throws embplan::error naming 'preset_models.dreamshard' when that is
+// empty; "autoshard" likewise runs models.autoshard
+// (embplan::autoshard_preset). An unknown name throws embplan::error naming
+// the field 'planner', the value and the accepted names.
+// A template even without `model`, so that a TU that never calls it does not
+// instantiate the twenty-two planners.
+// `rules`: the user's per-table constraints (table_rules, built for `t`),
+// which every preset plans under, in default_constraint; empty by default.
+// `data_parallel`: the small tables replicated first (off by default).
+// `layout`: where the rowwise_ presets put a split table's pieces on a
+// cluster of several hosts (rowwise::row_layout; by cost by default).
 template <cost_model Model = analytic_cost>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
                        const Model& model = Model{}, const preset_models& models = {},

@@ -137,7 +137,7 @@ TEST_CASE("best_of passes over a member without a plan and names each failure wh
   const auto r2 =
       embplan::best_of<fixed_plan, fixed_plan>{{never, nor}}.search(t, model, rule, reward, 0);
   CHECK_FALSE(r2.ok);
-  CHECK(r2.failure == "never: table 3 fits no device; nor: no room on device 1");
+  CHECK(r2.failure == "#1 never: table 3 fits no device; #2 nor: no room on device 1");
 }
 
 TEST_CASE("best_of gives every member the same seed and adds up their counts") {

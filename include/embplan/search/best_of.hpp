@@ -10,18 +10,19 @@
 // Why: no one searcher wins everywhere. neuroshard_ls's plan is the cheaper on
 // every task of the NeuroShard protocol and on most of bench_scale's, but on
 // 5,384 tables on 1,024 devices in NVLink hosts torchrec_like's is (37.32 ms
-// against 40.52 ms: there one costly table wants four column blocks each on a
-// device nearly alone, which the column beam's split budget and the local
-// search's moves do not reach; README "Benchmarks"). The portfolio costs the
-// sum of its searchers' times.
+// against 40.52 ms: it cuts the costliest tables into 32-column blocks, each
+// on a device nearly alone; the column beam halves few tables, and from its
+// local optimum no move of the local search gets there; README
+// "Benchmarks"). The portfolio costs the sum of its searchers' times.
 // Behind the row-split stage (rowwise::split_oversized) each member gets its
 // own stage (rowwise::behind_stage), so whole plans of the caller's task are
 // compared, not plans of the stage's sub-task (whose costs leave out the row
 // pieces' load and can rank the plans otherwise).
 // Counts: evaluations, cache look-ups and hits are the sums over the members
 // plus one evaluate() per plan compared. A member that finds no plan is
-// passed over; where none finds one, the failure names each member and its
-// failure ("local_search: ...; torchrec_like: ...").
+// passed over; where none finds one, the failure gives each member's place,
+// name and failure ("#1 local_search: ...; #2 torchrec_like: ...": behind the
+// row stage both are named rowwise_split).
 
 #include <cstddef>
 #include <cstdint>
@@ -59,13 +60,16 @@ requires(sizeof...(Searchers) >= 1) struct best_of {
     std::uint64_t lookups = 0;
     std::uint64_t hits = 0;
     std::string failures;
+    std::size_t place = 0;
     const auto one = [&](const auto& s) {
+      ++place;
       search_result r = s.search(t, model, rule, score, seed);
       evaluations += r.evaluations;
       lookups += r.cache_lookups;
       hits += r.cache_hits;
       if (!r.ok) {
-        failures += (failures.empty() ? "" : "; ") + std::string(s.name()) + ": " + r.failure;
+        failures += (failures.empty() ? "#" : "; #") + std::to_string(place) + " " +
+                    std::string(s.name()) + ": " + r.failure;
         return;
       }
       ++evaluations;
