@@ -57,18 +57,6 @@ std::filesystem::path first_existing(const std::vector<std::filesystem::path>& c
   return {};
 }
 
-}  // namespace
-
-std::vector<std::filesystem::path> bundled_compute_model_candidates() {
-  return bundled_candidates(bundled_model_file);
-}
-
-std::vector<std::filesystem::path> bundled_policy_candidates() {
-  return bundled_candidates(bundled_policy_file);
-}
-
-namespace {
-
 // The file of a policy flag: `arg`, or the first bundled candidate when `arg`
 // is empty. Empty when no bundled one exists (`missing` says where it was
 // looked for); a named file that does not exist is an error naming the flag.

@@ -55,19 +55,13 @@ struct planning_model {
   std::string autoshard_text{};
 };
 
-// Where the bundled model is looked for, in order: next to an installed CLI
-// (<prefix>/share/embplan/cost/, found from the running executable), then in
-// the source tree the CLI was built from (a build tree's binary).
-std::vector<std::filesystem::path> bundled_compute_model_candidates();
-
 // `arg`: a path, "none", or empty for the bundled model (`bundled_file`, a path
-// under data/; empty: cost/cpu_compute_model.safetensors). A missing bundled
+// under data/; empty: cost/cpu_compute_model.safetensors), looked for next to
+// an installed CLI (<prefix>/share/embplan/, found from the running
+// executable), then in the source tree the CLI was built from. A missing bundled
 // file (a CLI installed without its data) falls back to the analytic model and
 // says so; a missing file the user named is an error.
 planning_model load_planning_model(const std::string& arg, std::string_view bundled_file = {});
-
-// The same for the bundled policy (data/rl/dreamshard_cpu_4dev.safetensors).
-std::vector<std::filesystem::path> bundled_policy_candidates();
 
 // Adds --policy's policy to `pm`: `arg` a file of `embplan train dreamshard`,
 // or empty for the bundled one (`bundled_file`, a path under data/; empty:

@@ -81,10 +81,7 @@ requires(sizeof...(Searchers) >= 1) struct best_of {
       }
     };
     std::apply([&](const auto&... s) { (one(s), ...); }, searchers);
-    if (!have) {
-      best = search_result{};
-      best.failure = std::move(failures);
-    }
+    if (!have) best.failure = std::move(failures);
     best.evaluations = evaluations;
     best.cache_lookups = lookups;
     best.cache_hits = hits;
