@@ -26,6 +26,7 @@
 #include "embplan/cost/analytic.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/presets.hpp"
+#include "embplan/stage_options.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -61,8 +62,13 @@ struct preset_stages {
   bool min_shards = false;  // the rules have a min_shards: the stage must run
   // Where a split table's pieces go on a cluster of several hosts.
   rowwise::row_layout layout = rowwise::row_layout::by_cost;
+  // Tables that fit also cut by rows where the estimate finds it cheaper
+  // (rowwise::split_oversized::rows_by_cost).
+  bool rows_by_cost = false;
 
-  bool any() const noexcept { return split_rows || data_parallel.enabled || min_shards; }
+  bool any() const noexcept {
+    return split_rows || data_parallel.enabled || min_shards || rows_by_cost;
+  }
 };
 
 // A preset built outside embplan::core, run by name through a function
@@ -96,7 +102,8 @@ plan_result run(const Planner& p, const preset_stages& stages, const task& t, st
       p.cost(),
       rowwise::behind_stage(p.searcher(), {.split_rows = stages.split_rows,
                                            .data_parallel = stages.data_parallel,
-                                           .layout = stages.layout}),
+                                           .layout = stages.layout,
+                                           .rows_by_cost = stages.rows_by_cost}),
       p.rule(), p.scorer())(t, seed);
 }
 
@@ -136,23 +143,24 @@ preset_fn as_preset_fn(Planner p) {
 // instantiate the twenty-two planners.
 // `rules`: the user's per-table constraints (table_rules, built for `t`),
 // which every preset plans under, in default_constraint; empty by default.
-// `data_parallel`: the small tables replicated first (off by default).
-// `layout`: where the rowwise_ presets put a split table's pieces on a
-// cluster of several hosts (rowwise::row_layout; by cost by default).
-template <cost_model Model = analytic_cost>
-plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
-                       const Model& model = Model{}, const preset_models& models = {},
-                       const table_rules& rules = {},
-                       const rowwise::data_parallel_options& data_parallel = {},
-                       rowwise::row_layout layout = rowwise::row_layout::by_cost) {
+// `options` (stage_options): the small tables replicated first
+// (data_parallel, off by default); where the rowwise_ presets put a split
+// table's pieces on a cluster of several hosts (layout, rowwise::row_layout;
+// by cost by default); tables that fit cut by rows where cheaper
+// (rows_by_cost, off by default; rowwise/split.hpp).
+template <cost_model Model>
+plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed, const Model& model,
+                       const preset_models& models, const table_rules& rules,
+                       const stage_options& options) {
   namespace pd = presets::detail;
   const bool rowwise = name.starts_with(pd::rowwise_prefix);
   const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
   const default_constraint rule{memory_capacity{}, dim_multiple{}, rules};
   const preset_stages stages{.split_rows = rowwise,
-                             .data_parallel = data_parallel,
+                             .data_parallel = options.data_parallel,
                              .min_shards = rules.has_min_shards(),
-                             .layout = layout};
+                             .layout = options.layout,
+                             .rows_by_cost = options.rows_by_cost};
   const auto run = [&]<class Planner>(Planner p) { return pd::run(p, stages, t, seed); };
   if (base == "random") return run(random_planner({}, {}, rule, {}));
   if (base == "size_greedy") return run(size_greedy_planner({}, {}, rule, {}));
@@ -186,6 +194,17 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed 
     return models.autoshard(t, seed, stages, rules);
   }
   detail::fail("planner", name, "one of " + pd::joined_names());
+}
+
+// The same with the stage options as separate arguments.
+template <cost_model Model = analytic_cost>
+plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
+                       const Model& model = Model{}, const preset_models& models = {},
+                       const table_rules& rules = {},
+                       const rowwise::data_parallel_options& data_parallel = {},
+                       rowwise::row_layout layout = rowwise::row_layout::by_cost) {
+  return run_preset(name, t, seed, model, models, rules,
+                    stage_options{.data_parallel = data_parallel, .layout = layout});
 }
 
 }  // namespace embplan::inline EMBPLAN_ABI

@@ -64,6 +64,31 @@
 //    keep within memory_fraction of the smallest device memory and the rule
 //    admits all of them. Shard costs come from the searcher's model where its
 //    unit is ms, else from analytic_cost (a heuristic's score is not time).
+// Row pieces for tables that fit (rows_by_cost, off by default; issue 24:
+// "the planner picks the sharding type per table by cost"). A table whose
+// narrowest column block (4 x ceil((dim / 4) / min(D, dim / 4)) columns, the
+// best a column split can do) still costs more than the balanced share of the
+// tables the inner searcher places (share = the sum of their whole costs /
+// D) bounds the plan however it is placed; cut by rows into
+// S = ceil(whole / share) pieces (2 <= S <= D; even row ranges, each with its
+// share of the lookups, piece_table) it does not, but every piece sends all
+// the table's columns in the all-to-all. Which of those tables to cut is
+// chosen on the data-parallel estimate of the plan's cost (below):
+//   max(the largest bound left, the costliest piece, sum of costs / D)
+//     + the columns in the all-to-all x all_to_all_column_ms,
+// over the tables in order of their bound (largest first), the number cut
+// being the one with the lowest estimate (none where cutting none is as
+// low); a table the rule refuses row pieces (its allowed sharding kinds) is
+// never cut. The pieces are not placed by the stage: each becomes a table of
+// the sub-task (named "<table> rows [a, b)"), which the inner searcher
+// places with the rest, balancing their load as any other table's (the plan
+// maps them back to their rows); hot_rows and `layout` are for oversized
+// tables only. As the estimate leaves out where the rest goes, the stage
+// then plans both ways, with those cuts and without (the inner searcher
+// twice), and keeps the plan the Reward scores higher on evaluate() of the
+// caller's task, the one without cuts on a tie (best_of's comparison):
+// rows_by_cost never gives a plan the reward scores lower than the stage
+// without it. Where the estimate cuts nothing the inner searcher runs once.
 // Tables with a minimum piece count (min_shards_of(rule, table) > 1, the
 // user's min_shards) are cut into that many column blocks of multiples of 4
 // (as equal as they can be) before the inner searcher runs, each block a
@@ -76,6 +101,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -98,6 +124,7 @@
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/collectives.hpp"
+#include "embplan/cost/evaluate.hpp"
 #include "embplan/rowwise/partition.hpp"
 #include "embplan/search/best_of.hpp"
 #include "embplan/search/infeasible.hpp"
@@ -372,6 +399,17 @@ std::vector<std::uint8_t> fits_whole(const task& t, const Constraint& rule) {
   return out;
 }
 
+// A shard's cost in ms for the stage's choices: the searcher's model where
+// its unit is ms, else analytic_cost (a heuristic's score is not time).
+template <cost_model CostModel>
+double stage_ms(const task& t, const CostModel& model, const shard& s) {
+  if constexpr (cost_unit_of<CostModel> == cost_unit::ms) {
+    return static_cast<double>(model.shard_cost(t, s));
+  } else {
+    return analytic_cost{}.shard_cost(t, s);
+  }
+}
+
 // The tables to replicate (see the header comment), their copies placed in
 // `st` and appended to `copies`; `placed[i]` set for each. fits[i]:
 // fits_whole's answer for table i.
@@ -381,13 +419,7 @@ void choose_data_parallel(const task& t, const CostModel& model, const Constrain
                           placement_state& st, std::vector<shard>& copies,
                           std::vector<std::uint8_t>& placed) {
   const std::size_t devices = t.cluster.size();
-  const auto price = [&](const shard& s) {
-    if constexpr (cost_unit_of<CostModel> == cost_unit::ms) {
-      return static_cast<double>(model.shard_cost(t, s));
-    } else {
-      return analytic_cost{}.shard_cost(t, s);
-    }
-  };
+  const auto price = [&](const shard& s) { return stage_ms(t, model, s); };
   const double column_ms = all_to_all_column_ms(t.cluster, t.batch_size);
   const double latency = t.cluster.collective_latency_ms;
   const auto d_count = static_cast<double>(devices);
@@ -471,6 +503,108 @@ void choose_data_parallel(const task& t, const CostModel& model, const Constrain
   }
 }
 
+// rows_by_cost's choice (the header comment): per table of `rest` (those the
+// inner searcher places; `min_pieces[i] > 1`: cut into column blocks for
+// min_shards, never by rows), the number of row pieces it is cut into, 0 for
+// none.
+template <cost_model CostModel, constraint Constraint>
+std::vector<std::uint32_t> choose_row_cuts(const task& t, const CostModel& model,
+                                           const Constraint& rule,
+                                           std::span<const std::size_t> rest,
+                                           std::span<const std::uint32_t> min_pieces) {
+  const std::size_t devices = t.cluster.size();
+  std::vector<std::uint32_t> out(t.tables.size(), 0);
+  if (devices < 2 || rest.empty()) return out;
+  const auto d_count = static_cast<double>(devices);
+  std::vector<double> whole(t.tables.size(), 0.0);
+  std::vector<double> bound(t.tables.size(), 0.0);
+  double sum = 0.0;
+  std::int64_t dims = 0;
+  for (const std::size_t i : rest) {
+    const shard w = whole_table(t, i, 0);
+    whole[i] = stage_ms(t, model, w);
+    bound[i] = whole[i];
+    const std::int32_t units = t.tables[i].dim / 4;
+    if (units >= 2) {
+      const auto k = static_cast<std::int32_t>(
+          std::min<std::size_t>(devices, static_cast<std::size_t>(units)));
+      shard block = w;
+      block.col_end = 4 * ((units + k - 1) / k);
+      bound[i] = stage_ms(t, model, block);
+    }
+    sum += whole[i];
+    dims += t.tables[i].dim;
+  }
+  const double share = sum / d_count;
+  if (!(share > 0.0)) return out;
+  // Whether the rule admits a row piece of table i on some device of an
+  // empty cluster (its allowed kinds, devices).
+  const placement_state empty(devices);
+  const auto admits_rows = [&](std::size_t i, std::int64_t rows) {
+    const shard piece{static_cast<std::uint32_t>(i), 0, 0, t.tables[i].dim, 0, rows, false};
+    for (std::size_t d = 0; d < devices; ++d) {
+      shard s = piece;
+      s.device = static_cast<std::uint32_t>(d);
+      if (rule.admits(t, empty, s)) return true;
+    }
+    return false;
+  };
+  struct candidate {
+    std::size_t table;
+    std::uint32_t pieces;
+    double piece_ms;
+  };
+  std::vector<std::size_t> order;
+  double rest_bound = 0.0;  // the largest bound of a table never cut
+  for (const std::size_t i : rest) {
+    if (min_pieces[i] <= 1 && bound[i] > share && t.tables[i].rows >= 2) {
+      order.push_back(i);
+    } else {
+      rest_bound = std::max(rest_bound, bound[i]);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return bound[a] > bound[b]; });
+  std::vector<candidate> cuts;
+  for (const std::size_t i : order) {
+    const double wanted = std::ceil(whole[i] / share);
+    auto pieces = wanted >= d_count
+                      ? static_cast<std::uint32_t>(devices)
+                      : std::max<std::uint32_t>(2, static_cast<std::uint32_t>(wanted));
+    pieces = static_cast<std::uint32_t>(std::min<std::int64_t>(pieces, t.tables[i].rows));
+    const std::int64_t rows = t.tables[i].rows / static_cast<std::int64_t>(pieces) +
+                              (t.tables[i].rows % static_cast<std::int64_t>(pieces) != 0 ? 1 : 0);
+    if (!admits_rows(i, rows)) {
+      rest_bound = std::max(rest_bound, bound[i]);
+      continue;
+    }
+    const shard piece{static_cast<std::uint32_t>(i), 0, 0, t.tables[i].dim, 0, rows, false};
+    cuts.push_back({i, pieces, stage_ms(t, model, piece)});
+  }
+  const double column_ms = all_to_all_column_ms(t.cluster, t.batch_size);
+  const auto estimate = [&](std::size_t k, double sum_k, std::int64_t dims_k, double pieces_k) {
+    const double next = k < cuts.size() ? std::max(bound[cuts[k].table], rest_bound) : rest_bound;
+    return std::max({next, pieces_k, sum_k / d_count}) + static_cast<double>(dims_k) * column_ms;
+  };
+  double best = estimate(0, sum, dims, 0.0);
+  std::size_t best_k = 0;
+  double most_piece = 0.0;
+  for (std::size_t k = 0; k < cuts.size(); ++k) {
+    const auto& c = cuts[k];
+    sum += static_cast<double>(c.pieces) * c.piece_ms - whole[c.table];
+    dims += static_cast<std::int64_t>(c.pieces - 1) * t.tables[c.table].dim;
+    most_piece = std::max(most_piece, c.piece_ms);
+    const double e = estimate(k + 1, sum, dims, most_piece);
+    if (e < best) {
+      best = e;
+      best_k = k + 1;
+    }
+  }
+  for (std::size_t k = 0; k < best_k; ++k)
+    out[cuts[k].table] = cuts[k].pieces;
+  return out;
+}
+
 // Record `b` of a sub-task table added to record `a` of the same full table.
 inline table_placement merged(table_placement a, const table_placement& b) noexcept {
   if (a.pieces == 0) return b;
@@ -484,7 +618,8 @@ inline table_placement merged(table_placement a, const table_placement& b) noexc
 // (tables renumbered, capacities reduced by the row shards) translated into
 // the caller's task. A sub-task shard of table k is asked about as table
 // index[k] of `full`, its columns moved right by offset[k] (a table cut into
-// column blocks for min_shards is several sub-task tables), on a state that
+// column blocks for min_shards is several sub-task tables) and its rows by
+// row_offset[k] (a table cut by rows_by_cost: one per piece), on a state that
 // adds the row shards (`base`) to what the inner searcher placed; the
 // sub-task's reduced capacities and the full task's capacities with the row
 // shards counted are the same memory.
@@ -492,11 +627,13 @@ template <constraint Constraint>
 class in_full_task {
  public:
   in_full_task(const Constraint& rule, const task& full, std::span<const std::size_t> index,
-               std::span<const std::int32_t> offset, const placement_state& base) noexcept
+               std::span<const std::int32_t> offset, std::span<const std::int64_t> row_offset,
+               const placement_state& base) noexcept
       : rule_(&rule)
       , full_(&full)
       , index_(index)
       , offset_(offset)
+      , row_offset_(row_offset)
       , base_(&base)
       , dram_free_(!holds_limited_dram(full, base))
       , same_in_sub_task_(same_in_sub_task(rule) && dram_free_) {}
@@ -591,9 +728,12 @@ class in_full_task {
 
   shard translated(shard s) const noexcept {
     const std::int32_t shift = offset_[s.table];
+    const std::int64_t row_shift = row_offset_[s.table];
     s.table = static_cast<std::uint32_t>(index_[s.table]);
     s.col_begin += shift;
     s.col_end += shift;
+    s.row_begin += row_shift;
+    s.row_end += row_shift;
     return s;
   }
   placement_state combined(const placement_state& st) const {
@@ -618,6 +758,7 @@ class in_full_task {
   const task* full_;
   std::span<const std::size_t> index_;
   std::span<const std::int32_t> offset_;
+  std::span<const std::int64_t> row_offset_;
   const placement_state* base_;
   bool dram_free_;  // !holds_limited_dram
   bool same_in_sub_task_;
@@ -656,8 +797,10 @@ struct split_oversized {
   bool split_rows = true;     // false: a table that fits no device is left to `inner`
   data_parallel_options data_parallel{};    // small tables replicated (off by default)
   row_layout layout = row_layout::by_cost;  // where a split table's pieces go, across hosts
+  bool rows_by_cost = false;  // also cut tables that fit by rows where cheaper (header comment)
 
-  // The inner searcher decides the plan of the tables that fit whole.
+  // The inner searcher decides the plan of the tables that fit whole (with
+  // rows_by_cost the stage also compares two plans by the reward).
   static constexpr bool uses_reward = searcher_uses_reward<Inner>;
 
   // The pieces of oversized table `ti` by `layout`; none if it fits in no
@@ -683,6 +826,34 @@ struct split_oversized {
   search_result search(const task& t, const CostModel& model, const Constraint& rule,
                        const Reward& score, std::uint64_t seed) const {
     data_parallel.validate();
+    bool cut_any = false;
+    search_result with = plan(t, model, rule, score, seed, rows_by_cost, cut_any);
+    if (!cut_any) return with;
+    search_result without = plan(t, model, rule, score, seed, false, cut_any);
+    // The plan the reward scores higher, the one without cuts on a tie
+    // (best_of's comparison: one evaluate() per plan compared).
+    const std::uint64_t evaluations = with.evaluations + without.evaluations;
+    const std::uint64_t lookups = with.cache_lookups + without.cache_lookups;
+    const std::uint64_t hits = with.cache_hits + without.cache_hits;
+    const auto value = [&](const search_result& r) {
+      return static_cast<double>(score.score(t, evaluate(t, r.placement, model)));
+    };
+    search_result& kept =
+        !with.ok || (without.ok && !(value(with) > value(without))) ? without : with;
+    kept.evaluations = evaluations + (with.ok ? 1U : 0U) + (without.ok ? 1U : 0U);
+    kept.cache_lookups = lookups;
+    kept.cache_hits = hits;
+    return std::move(kept);
+  }
+
+ private:
+  // The stage's plan; with `cut_fitting`, tables that fit cut by rows where
+  // choose_row_cuts finds it cheaper (`cut_any` says whether any was).
+  template <cost_model CostModel, constraint Constraint, reward Reward>
+  search_result plan(const task& t, const CostModel& model, const Constraint& rule,
+                     const Reward& score, std::uint64_t seed, bool cut_fitting,
+                     bool& cut_any) const {
+    cut_any = false;
     const std::size_t devices = t.cluster.size();
     search_result out;
     placement_state st(devices);
@@ -709,7 +880,12 @@ struct split_oversized {
       cut[i] = min_shards_of(rule, i);
       cutting = cutting || cut[i] > 1;
     }
-    if (oversized.empty() && rest.size() == t.tables.size() && !cutting) {
+    // Tables that fit, cut by rows by cost: each piece a sub-task table.
+    const auto row_cut = cut_fitting ? detail::choose_row_cuts(t, model, rule, rest, cut)
+                                     : std::vector<std::uint32_t>{};
+    const auto row_cut_of = [&](std::size_t i) { return row_cut.empty() ? 0U : row_cut[i]; };
+    cut_any = std::any_of(row_cut.begin(), row_cut.end(), [](std::uint32_t n) { return n > 1; });
+    if (oversized.empty() && rest.size() == t.tables.size() && !cutting && !cut_any) {
       return inner.search(t, model, rule, score, seed);
     }
 
@@ -747,13 +923,33 @@ struct split_oversized {
     sub.optimizer_state = t.optimizer_state;
     for (std::size_t d = 0; d < devices; ++d)
       sub.cluster.devices[d].memory_bytes = detail::free_bytes(t, st, d);
-    std::vector<std::size_t> index;    // sub-task table -> table of t
-    std::vector<std::int32_t> offset;  // ... and its first column there
+    std::vector<std::size_t> index;        // sub-task table -> table of t
+    std::vector<std::int32_t> offset;      // ... and its first column there
+    std::vector<std::int64_t> row_offset;  // ... and its first row
+    std::string cut_names;
     for (const std::size_t i : rest) {
+      if (const std::uint32_t pieces = row_cut_of(i); pieces > 1) {
+        const auto n = static_cast<std::int64_t>(pieces);
+        const std::int64_t rows = t.tables[i].rows;
+        for (std::int64_t k = 0; k < n; ++k) {
+          const std::int64_t begin = rows / n * k + std::min(k, rows % n);
+          const std::int64_t end = begin + rows / n + (k < rows % n ? 1 : 0);
+          table_spec piece = piece_table(
+              t, shard{static_cast<std::uint32_t>(i), 0, 0, t.tables[i].dim, begin, end, false});
+          piece.name += " rows [" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+          sub.tables.push_back(std::move(piece));
+          index.push_back(i);
+          offset.push_back(0);
+          row_offset.push_back(begin);
+        }
+        cut_names += (cut_names.empty() ? "'" : ", '") + t.tables[i].name + "'";
+        continue;
+      }
       if (cut[i] <= 1) {
         sub.tables.push_back(t.tables[i]);
         index.push_back(i);
         offset.push_back(0);
+        row_offset.push_back(0);
         continue;
       }
       for (const auto& [begin, end] : detail::column_blocks(t.tables[i].dim, cut[i])) {
@@ -763,9 +959,10 @@ struct split_oversized {
         sub.tables.push_back(std::move(block));
         index.push_back(i);
         offset.push_back(begin);
+        row_offset.push_back(0);
       }
     }
-    const detail::in_full_task<Constraint> sub_rule(rule, t, index, offset, st);
+    const detail::in_full_task<Constraint> sub_rule(rule, t, index, offset, row_offset, st);
     search_result r = inner.search(sub, model, sub_rule, score, seed);
     out.evaluations = r.evaluations;
     out.cache_lookups = r.cache_lookups;
@@ -782,6 +979,8 @@ struct split_oversized {
         done += (done.empty() ? "" : " and ") + std::string(
                                                     "cutting tables with "
                                                     "min_shards into column blocks");
+      if (!cut_names.empty())
+        done += (done.empty() ? "cutting " : " and cutting ") + cut_names + " by rows (by cost)";
       out.failure =
           "after " + done +
           ", the other tables do not fit (table indices below count only those): " + r.failure;
@@ -789,9 +988,12 @@ struct split_oversized {
     }
     for (auto s : r.placement.shards) {
       const std::int32_t shift = offset[s.table];
+      const std::int64_t row_shift = row_offset[s.table];
       s.table = static_cast<std::uint32_t>(index[s.table]);
       s.col_begin += shift;
       s.col_end += shift;
+      s.row_begin += row_shift;
+      s.row_end += row_shift;
       out.placement.shards.push_back(s);
     }
     out.ok = true;
@@ -805,6 +1007,7 @@ struct stage_settings {
   bool split_rows = true;
   data_parallel_options data_parallel{};
   row_layout layout = row_layout::by_cost;
+  bool rows_by_cost = false;
 };
 
 // The searcher behind_stage makes of `Inner`: split_oversized<Inner>, and for
@@ -836,7 +1039,8 @@ staged_searcher_t<Inner> behind_stage(const Inner& s, const stage_settings& sett
             .hot_rows = settings.hot_rows,
             .split_rows = settings.split_rows,
             .data_parallel = settings.data_parallel,
-            .layout = settings.layout};
+            .layout = settings.layout,
+            .rows_by_cost = settings.rows_by_cost};
   }
 }
 

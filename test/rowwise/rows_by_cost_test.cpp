@@ -1,0 +1,163 @@
+// Row pieces for tables that fit (rowwise::split_oversized::rows_by_cost,
+// issue 24: "the planner picks the sharding type per table by cost").
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "embplan/constraint/table_rules.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/cost/analytic.hpp"
+#include "embplan/cost/evaluate.hpp"
+#include "embplan/presets.hpp"
+#include "embplan/rowwise/split.hpp"
+
+#include "support/random_task.hpp"
+
+namespace {
+
+// `p` behind the row stage, rows_by_cost as given.
+template <class Planner, class Rule>
+embplan::rowwise_planner_of<Planner> rows_staged(const Planner& p, bool by_cost, const Rule& rule) {
+  return {p.cost(), embplan::rowwise::behind_stage(p.searcher(), {.rows_by_cost = by_cost}), rule,
+          p.scorer()};
+}
+template <class Planner>
+embplan::rowwise_planner_of<Planner> rows_staged(const Planner& p, bool by_cost) {
+  return rows_staged(p, by_cost, p.rule());
+}
+
+// 12 random tables on `devices` devices and, at index 4, "clicks": 50,000
+// rows of dim 4 looked up `pooling` times a sample, which no column split
+// can cut.
+embplan::task hot_narrow_task(std::uint64_t seed, std::size_t devices, double pooling) {
+  auto t = embplan_test::random_task(seed, {.tables = 12, .devices = devices, .max_rows = 50'000});
+  embplan::table_spec hot;
+  hot.name = "clicks";
+  hot.rows = 50'000;
+  hot.dim = 4;
+  hot.pooling_factor = pooling;
+  t.tables.insert(t.tables.begin() + 4, hot);
+  return t;
+}
+
+struct row_pieces {
+  std::size_t count = 0;
+  std::int64_t rows = 0;
+  std::set<std::uint32_t> devices;
+};
+
+row_pieces row_pieces_of(const embplan::task& t, const embplan::plan& p, std::uint32_t table) {
+  row_pieces out;
+  for (const auto& s : p.shards) {
+    if (s.table != table) continue;
+    if (s.rows() == t.tables[table].rows) continue;
+    ++out.count;
+    out.rows += s.rows();
+    out.devices.insert(s.device);
+  }
+  return out;
+}
+
+std::size_t row_cut_tables(const embplan::task& t, const embplan::plan& p) {
+  std::set<std::uint32_t> cut;
+  for (const auto& s : p.shards)
+    if (s.rows() != t.tables[s.table].rows) cut.insert(s.table);
+  return cut.size();
+}
+
+}  // namespace
+
+TEST_CASE("rows_by_cost cuts a narrow table of many lookups by rows, and the plan costs less") {
+  const auto t = hot_narrow_task(5, 4, 400.0);
+  const embplan::neuroshard_ls_planner p;
+  const auto without = rows_staged(p, false)(t, 1);
+  const auto with = rows_staged(p, true)(t, 1);
+  REQUIRE(without.ok);
+  REQUIRE(with.ok);
+  CHECK(row_pieces_of(t, without.placement, 4).count == 0);  // dim 4: whole on one device
+  const auto cut = row_pieces_of(t, with.placement, 4);
+  CHECK(cut.count >= 2);
+  CHECK(cut.rows == 50'000);  // every row once
+  CHECK(cut.devices.size() == cut.count);
+  CHECK(row_cut_tables(t, with.placement) == 1);  // only "clicks"
+  CHECK_NOTHROW(embplan::validate(t, with.placement, {.dim_multiple = 4, .memory = true}));
+  CHECK(with.cost_ms.max_ms() < 0.9 * without.cost_ms.max_ms());
+  // Counted: both plans' searches and one evaluate() each.
+  CHECK(with.evaluations > without.evaluations);
+  // Same seed, same plan.
+  CHECK(rows_staged(p, true)(t, 1).placement == with.placement);
+}
+
+TEST_CASE("rows_by_cost leaves the plan as it was where no table bounds it") {
+  for (const std::uint64_t seed : {1U, 2U, 3U}) {
+    CAPTURE(seed);
+    const auto t = embplan_test::random_task(seed, {.tables = 40, .devices = 4});
+    const embplan::neuroshard_ls_planner p;
+    const auto without = rows_staged(p, false)(t, 7);
+    const auto with = rows_staged(p, true)(t, 7);
+    REQUIRE(with.ok);
+    CHECK(with.placement == without.placement);
+    CHECK(row_cut_tables(t, with.placement) == 0);
+  }
+}
+
+TEST_CASE("rows_by_cost never gives a plan the reward scores lower than the stage without it") {
+  std::size_t cut_kept = 0;
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    CAPTURE(seed);
+    const auto t =
+        hot_narrow_task(seed, seed % 2 == 0 ? 4 : 8, 40.0 + 60.0 * static_cast<double>(seed));
+    const embplan::torchrec_planner p;  // a baseline whose plans the estimate does not know
+    const auto without = rows_staged(p, false)(t, 3);
+    const auto with = rows_staged(p, true)(t, 3);
+    REQUIRE(without.ok);
+    REQUIRE(with.ok);
+    CHECK(with.reward >= without.reward);
+    if (row_cut_tables(t, with.placement) > 0) {
+      ++cut_kept;
+      CHECK(with.reward > without.reward);  // kept only where it scores higher
+    } else {
+      CHECK(with.placement == without.placement);
+    }
+  }
+  CHECK(cut_kept > 0);
+}
+
+TEST_CASE("rows_by_cost asks the rules about the pieces in the caller's terms") {
+  // "clicks" may go to devices 1 and 3 only; a table ruled elsewhere stays
+  // where its rule says.
+  const auto t = hot_narrow_task(5, 4, 400.0);
+  embplan::user_constraints c;
+  c.tables.push_back({.table = 4, .devices = {1, 3}});
+  c.tables.push_back({.table = 0, .devices = {2}});
+  const embplan::neuroshard_ls_planner p;
+  const embplan::default_constraint rule{embplan::memory_capacity{}, embplan::dim_multiple{},
+                                         embplan::table_rules(t, c)};
+  const auto with = rows_staged(p, true, rule)(t, 1);
+  REQUIRE(with.ok);
+  const auto cut = row_pieces_of(t, with.placement, 4);
+  CHECK(cut.count >= 2);
+  CHECK(cut.rows == 50'000);
+  CHECK(cut.devices == std::set<std::uint32_t>{1, 3});
+  for (const auto& s : with.placement.shards)
+    if (s.table == 0) CHECK(s.device == 2);
+  CHECK_NOTHROW(embplan::validate(t, with.placement, {.dim_multiple = 4, .memory = true}));
+  CHECK(with.cost_ms.max_ms() < rows_staged(p, false, rule)(t, 1).cost_ms.max_ms());
+}
+
+TEST_CASE("rows_by_cost keeps to the rules: a table allowed table-wise only is not cut") {
+  const auto t = hot_narrow_task(5, 4, 400.0);
+  embplan::user_constraints c;
+  c.tables.push_back({.table = 4, .sharding = {embplan::sharding_kind::table_wise}});
+  const embplan::neuroshard_ls_planner p;
+  const embplan::default_constraint rule{embplan::memory_capacity{}, embplan::dim_multiple{},
+                                         embplan::table_rules(t, c)};
+  const auto with = rows_staged(p, true, rule)(t, 1);
+  REQUIRE(with.ok);
+  CHECK(row_pieces_of(t, with.placement, 4).count == 0);
+  CHECK(with.placement == rows_staged(p, false, rule)(t, 1).placement);
+}
