@@ -146,15 +146,18 @@ void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
 // runs.
 // `rule` in place of the planner's own (user rules) where given.
 // `layout`: where a split table's pieces go across hosts (by cost unless given).
+// `rows_by_cost`: tables that fit also cut by rows where cheaper.
 template <class Planner, class Rule>
 embplan::rowwise_planner_of<Planner> staged(
     const Planner& p, const Rule& rule,
-    embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost) {
-  return {
-      p.cost(),
-      embplan::rowwise::behind_stage(
-          p.searcher(), {.split_rows = true, .data_parallel = {.enabled = true}, .layout = layout}),
-      rule, p.scorer()};
+    embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost,
+    bool rows_by_cost = false) {
+  return {p.cost(),
+          embplan::rowwise::behind_stage(p.searcher(), {.split_rows = true,
+                                                        .data_parallel = {.enabled = true},
+                                                        .layout = layout,
+                                                        .rows_by_cost = rows_by_cost}),
+          rule, p.scorer()};
 }
 template <class Planner>
 embplan::rowwise_planner_of<Planner> staged(const Planner& p) {
@@ -174,9 +177,10 @@ void bm_neuroshard_ls_data_parallel(benchmark::State& state) {
 // so choose_tiers (rowwise/tiers.hpp, inside the timed call) first moves
 // tables behind a cache in HBM (uvm_caching) or to host memory until they
 // take 90 % of HBM; then the staged planner replicates small tables
-// (data-parallel), splits by rows a table no device holds, and places the
-// rest table-wise and column-wise. What `plan --tiers auto --data-parallel
-// auto --planner rowwise_<p>` runs.
+// (data-parallel), splits by rows a table no device holds and a table that
+// fits where rows are cheaper (rows_by_cost), and places the rest table-wise
+// and column-wise. What `plan --tiers auto --data-parallel auto --row-split
+// by_cost --planner rowwise_<p>` runs.
 embplan::task tight_hbm_task(std::int64_t tables, std::int64_t devices) {
   auto t = embplan_bench::bench_task(tables, devices);
   const auto need = static_cast<double>(embplan::tables_hbm_bytes(t));
@@ -197,7 +201,7 @@ void run_tiered(benchmark::State& state, const Planner& p, bool nvlink = false,
     t.cluster.intra_host_bandwidth_gbps = 150.0;
     t.cluster.inter_host_bandwidth_gbps = 25.0;
   }
-  run(state, staged(p, p.rule(), layout), t, [&](embplan::task& tiered) {
+  run(state, staged(p, p.rule(), layout, true), t, [&](embplan::task& tiered) {
     state.counters["tier_moves"] = static_cast<double>(embplan::choose_tiers(tiered).size());
   });
 }

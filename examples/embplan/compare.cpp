@@ -79,7 +79,7 @@ struct judging {
   std::size_t rounds = 1;  // interleaved measurements per plan (measured meter)
   std::size_t baseline =
       std::numeric_limits<std::size_t>::max();  // index of the planner the ratios are to, if any
-  embplan::rowwise::data_parallel_options data_parallel{};  // --data-parallel auto: enabled
+  embplan::stage_options stages{};              // --data-parallel auto, --rows-by-cost auto
 };
 
 // Runs each planner on each task (seed = task index, so planners see the same
@@ -127,8 +127,8 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
     planned.clear();
     for (std::size_t p = 0; p < np; ++p) {
       auto& s = out[p];
-      auto result = run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm, {},
-                                how.data_parallel);
+      auto result =
+          run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm, {}, how.stages);
       s.mean_sharding_ms += result.search_ms / double(n);
       s.cache_lookups += result.cache_lookups;
       s.cache_hits += result.cache_hits;
@@ -291,6 +291,7 @@ struct compare_args {
   std::string baseline;                  // the ratios' denominator; empty: torchrec where it runs
   std::size_t rounds = 1;                // interleaved measurements per plan (--meter measured)
   std::string data_parallel = "none";    // auto: every planner replicates small tables first
+  std::string rows_by_cost = "none";     // auto: every planner cuts tables by rows where cheaper
   bool quiet = false;
   std::shared_ptr<const program_meter> own{};  // the program's own meter, if any
 };
@@ -355,6 +356,7 @@ int run_compare(const compare_args& a) {
   check_meter(a.meter, /*dreamshard=*/true);
   check_output_path("--json", a.json);
   check_none_or_auto("--data-parallel", a.data_parallel);
+  check_none_or_auto("--rows-by-cost", a.rows_by_cost);
   for (const auto d : a.devices)
     check_devices(d);
   for (const auto m : a.max_dims)
@@ -441,6 +443,11 @@ int run_compare(const compare_args& a) {
                  "data-parallel copies)\n";
   }
   report["data_parallel"] = a.data_parallel;
+  if (a.rows_by_cost == "auto") {
+    std::cout << "rows by cost: auto (every planner also cuts by rows the tables that fit where "
+                 "its estimate finds it cheaper)\n";
+  }
+  report["rows_by_cost"] = a.rows_by_cost;
   print_wrapped(std::cout,
                 "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms), the mean over "
                 "the tasks; \"(n/N)\": the planner found a plan for n of the N tasks only (the "
@@ -458,7 +465,8 @@ int run_compare(const compare_args& a) {
   const std::string baseline = a.baseline.empty() ? "torchrec" : a.baseline;
   judging how{.optimum = a.optimum,
               .rounds = a.rounds,
-              .data_parallel = {.enabled = a.data_parallel == "auto"}};
+              .stages = {.data_parallel = {.enabled = a.data_parallel == "auto"},
+                         .rows_by_cost = a.rows_by_cost == "auto"}};
   for (std::size_t p = 0; p < names.size(); ++p)
     if (names[p] == baseline) how.baseline = p;
   for (const auto& st : settings) {
@@ -619,6 +627,10 @@ command add_compare(CLI::App& app, std::shared_ptr<const program_meter> own) {
   sub->add_option("--data-parallel", a->data_parallel,
                   "none (default); auto: every planner first replicates the tables cheaper as "
                   "data-parallel copies (as plan --data-parallel auto)")
+      ->capture_default_str();
+  sub->add_option("--rows-by-cost", a->rows_by_cost,
+                  "none (default); auto: every planner also cuts by rows the tables that fit "
+                  "where cheaper (as plan --rows-by-cost auto)")
       ->capture_default_str();
   add_quiet_option(sub, a->quiet);
   return {sub, [a] { return run_compare(*a); }};

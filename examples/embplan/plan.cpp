@@ -54,6 +54,7 @@ struct plan_args {
   std::string tiers = "none";          // "auto": choose_tiers before planning (issue 24)
   std::string data_parallel = "none";  // "auto": small tables replicated (rowwise/split.hpp)
   std::string row_layout = "by_cost";  // where a split table's pieces go across hosts
+  std::string rows_by_cost = "none";   // "auto": tables that fit cut by rows where cheaper
   bool no_report = false;              // text output without the plan report's sections
   meter_args meter;
 };
@@ -372,7 +373,7 @@ void recheck(const embplan::task& t, const embplan::plan& p, const embplan::tabl
 int run_check(const plan_args& a, const CLI::App& sub) {
   check_none_or_auto("--tiers", a.tiers);
   for (const char* flag : {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json",
-                           "--no-report", "--data-parallel", "--row-layout"}) {
+                           "--no-report", "--data-parallel", "--row-layout", "--rows-by-cost"}) {
     if (sub.count(flag) > 0) {
       embplan::detail::fail(flag, "given",
                             "no " + std::string(flag) +
@@ -450,16 +451,20 @@ int run_plan(const plan_args& a) {
   check_output_path("--json", a.json);
   check_none_or_auto("--tiers", a.tiers);
   check_none_or_auto("--data-parallel", a.data_parallel);
-  const embplan::rowwise::data_parallel_options data_parallel{.enabled = a.data_parallel == "auto"};
+  check_none_or_auto("--rows-by-cost", a.rows_by_cost);
+  const embplan::stage_options stages{
+      .data_parallel = {.enabled = a.data_parallel == "auto"},
+      .layout = embplan::rowwise::row_layout_from(a.row_layout, "--row-layout"),
+      .rows_by_cost = a.rows_by_cost == "auto"};
   // What the plan records and hashes as its planner: a data-parallel stage
-  // plans otherwise, so it is part of the name.
-  const auto layout = embplan::rowwise::row_layout_from(a.row_layout, "--row-layout");
-  // The same for a layout other than the default.
+  // plans otherwise, so it is part of the name; the same for a layout other
+  // than the default and for row cuts by cost.
   const std::string made_by =
-      planner + (data_parallel.enabled ? "+data_parallel" : "") +
-      (layout == embplan::rowwise::row_layout::by_cost
+      planner + (stages.data_parallel.enabled ? "+data_parallel" : "") +
+      (stages.layout == embplan::rowwise::row_layout::by_cost
            ? ""
-           : "+row_layout=" + std::string(embplan::rowwise::to_string(layout)));
+           : "+row_layout=" + std::string(embplan::rowwise::to_string(stages.layout))) +
+      (stages.rows_by_cost ? "+rows_by_cost" : "");
   auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
   const auto [rules, tier_moves] = load_rules(a, t);
@@ -484,7 +489,7 @@ int run_plan(const plan_args& a) {
   // the planning model's simulation instead.
   const auto piece_meter = measured ? meter_of({}, pm) : meter_choice{meter, meter_text};
 
-  const auto result = run_planner(planner, t, a.seed, pm, rules, data_parallel, layout);
+  const auto result = run_planner(planner, t, a.seed, pm, rules, stages);
   if (!result.ok) {
     throw embplan::error("planner '" + planner +
                          "' found no plan: " + failure_text(planner, result.failure, t));
@@ -729,6 +734,11 @@ command add_plan(CLI::App& app) {
                   "several hosts: by_cost (default; the cheapest), host_first (rows inside one "
                   "host, table_row_wise, else a grid over hosts), row_wise (spread over hosts) "
                   "(README, Row-wise sharding)");
+  sub->add_option("--rows-by-cost", a->rows_by_cost,
+                  "none (default); auto: also cut a table that fits by rows where, narrowest "
+                  "column block and all, it alone would bound the plan and the estimate with "
+                  "the cut is lower; the plan with the cuts is kept only if it costs less than "
+                  "the plan without (README, Row-wise sharding)");
   add_meter_options(sub, a->meter);
   return {sub, [a, sub] { return a->check.empty() ? run_plan(*a) : run_check(*a, *sub); }};
 }

@@ -27,10 +27,8 @@ bool is_preset(std::string_view name) {
 template <class Model>
 planned run_with(const std::string& name, const embplan::task& t, std::uint64_t seed,
                  const Model& model, const embplan::preset_models& models,
-                 const embplan::table_rules& rules,
-                 const embplan::rowwise::data_parallel_options& data_parallel,
-                 embplan::rowwise::row_layout layout) {
-  auto r = embplan::run_preset(name, t, seed, model, models, rules, data_parallel, layout);
+                 const embplan::table_rules& rules, const embplan::stage_options& stages) {
+  auto r = embplan::run_preset(name, t, seed, model, models, rules, stages);
   planned out;
   out.ok = r.ok;
   out.failure = std::move(r.failure);
@@ -89,8 +87,7 @@ void check_none_or_auto(std::string_view flag, const std::string& value) {
 
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm, const embplan::table_rules& rules,
-                    const embplan::rowwise::data_parallel_options& data_parallel,
-                    embplan::rowwise::row_layout layout) {
+                    const embplan::stage_options& stages) {
   // Without a policy only its planner fails; the reason names the paths tried.
   if (is_dreamshard(name) && !pm.policy) {
     planned out;
@@ -106,9 +103,9 @@ planned run_planner(const std::string& name, const embplan::task& t, std::uint64
       .dreamshard = pm.policy ? embplan::dreamshard_preset(*pm.policy) : embplan::preset_fn{},
       .autoshard = pm.autoshard ? embplan::autoshard_preset(*pm.autoshard) : embplan::preset_fn{}};
   if (pm.compute) {
-    return run_with(name, t, seed, *pm.compute, models, rules, data_parallel, layout);
+    return run_with(name, t, seed, *pm.compute, models, rules, stages);
   }
-  return run_with(name, t, seed, embplan::analytic_cost{}, models, rules, data_parallel, layout);
+  return run_with(name, t, seed, embplan::analytic_cost{}, models, rules, stages);
 }
 
 std::size_t oversized_tables(const embplan::task& t) {

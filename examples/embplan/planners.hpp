@@ -12,6 +12,7 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/rowwise/split.hpp"
+#include "embplan/stage_options.hpp"
 #include "models.hpp"
 
 namespace embplan_cli {
@@ -45,13 +46,12 @@ struct planned {
 // search on the planning model, dreamshard places with pm.policy (where that
 // is null, a failure saying why) (embplan::run_preset).
 // `rules`: the user's constraints (plan --constraints), empty by default.
-// `data_parallel`: small tables replicated first (--data-parallel auto).
-// `layout`: where a rowwise_ planner puts a split table's pieces across hosts
-// (--row-layout).
+// `stages`: small tables replicated first (--data-parallel auto), where a
+// rowwise_ planner puts a split table's pieces across hosts (--row-layout),
+// tables that fit cut by rows where cheaper (--rows-by-cost auto).
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm, const embplan::table_rules& rules = {},
-                    const embplan::rowwise::data_parallel_options& data_parallel = {},
-                    embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost);
+                    const embplan::stage_options& stages = {});
 
 // "none" or "auto" for `flag` (--tiers, --data-parallel), else an error naming
 // the flag and the value.

@@ -2373,3 +2373,52 @@ TEST_CASE("plan --data-parallel auto: small tables copied to every device, check
   CHECK(c.code == 0);
   CHECK(c.out.find("data-parallel: auto") != std::string::npos);
 }
+
+TEST_CASE("plan --rows-by-cost auto: a narrow table of many lookups cut by rows, cheaper") {
+  // Four devices; "clicks" (dim 4: no column split) has 50x the lookups of
+  // each of the twelve others, so placed whole it makes its device the
+  // bottleneck.
+  const auto task = scratch() / "rbc-task.json";
+  std::string tables = R"([{"name": "clicks", "rows": 50000, "dim": 4, "pooling_factor": 400}])";
+  for (int i = 0; i < 12; ++i) {
+    tables.pop_back();
+    tables += ", {\"name\": \"t" + std::to_string(i) +
+              "\", \"rows\": 20000, \"dim\": 16, \"pooling_factor\": 8}]";
+  }
+  write(task, R"({"name": "rbc", "cluster": {"count": 4}, "tables": )" + tables + "}");
+  const auto plan = scratch() / "rbc-plan.json";
+  const std::string common = " --task " + task.string() + " --planner neuroshard_ls --model none";
+  const auto r = run("plan" + common + " --rows-by-cost auto --out " + plan.string() + " --json " +
+                     (scratch() / "rbc-report.json").string());
+  INFO(r.out, r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(scratch() / "rbc-report.json"));
+  CHECK(j.at("planner") == "neuroshard_ls+rows_by_cost");
+  std::string clicks;
+  for (const auto& row : j.at("tables"))
+    if (row.at("name") == "clicks") clicks = row.at("sharding").get<std::string>();
+  CHECK(clicks == "row_wise");
+  const auto plain = run("plan" + common + " --json " + (scratch() / "rbc-plain.json").string());
+  REQUIRE(plain.code == 0);
+  const auto p = nlohmann::json::parse(slurp(scratch() / "rbc-plain.json"));
+  CHECK(j.at("cost_ms").get<double>() < 0.9 * p.at("cost_ms").get<double>());
+  // The plan checks; --rows-by-cost is a planning flag.
+  auto c = run("plan --check " + plan.string() + " --task " + task.string());
+  INFO(c.out, c.err);
+  CHECK(c.code == 0);
+  c = run("plan --check " + plan.string() + " --task " + task.string() + " --rows-by-cost auto");
+  CHECK(c.code == 2);
+  CHECK(c.err.find("'--rows-by-cost'") != std::string::npos);
+  // --rows-by-cost takes none or auto, in plan and in compare.
+  c = run("plan" + common + " --rows-by-cost yes");
+  CHECK(c.code == 2);
+  CHECK(c.err.find("'--rows-by-cost' = \"yes\"") != std::string::npos);
+  c = run("compare --count 1 --devices 4 --max-dim 16 --planners torchrec --rows-by-cost 1");
+  CHECK(c.code == 2);
+  CHECK(c.err.find("'--rows-by-cost' = \"1\"") != std::string::npos);
+  c =
+      run("compare --count 2 --devices 4 --max-dim 16 --planners torchrec --model none "
+          "--rows-by-cost auto");
+  CHECK(c.code == 0);
+  CHECK(c.out.find("rows by cost: auto") != std::string::npos);
+}
