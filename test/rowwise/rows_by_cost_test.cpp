@@ -14,6 +14,8 @@
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/presets.hpp"
 #include "embplan/rowwise/split.hpp"
+#include "embplan/run_preset.hpp"
+#include "embplan/stage_options.hpp"
 
 #include "support/random_task.hpp"
 
@@ -160,4 +162,16 @@ TEST_CASE("rows_by_cost keeps to the rules: a table allowed table-wise only is n
   REQUIRE(with.ok);
   CHECK(row_pieces_of(t, with.placement, 4).count == 0);
   CHECK(with.placement == rows_staged(p, false, rule)(t, 1).placement);
+}
+
+TEST_CASE("run_preset takes rows_by_cost in its stage_options: the staged planner's plan") {
+  const auto t = hot_narrow_task(5, 4, 400.0);
+  const auto by_name = embplan::run_preset("neuroshard_ls", t, 1, embplan::analytic_cost{}, {}, {},
+                                           embplan::stage_options{.rows_by_cost = true});
+  const auto typed = rows_staged(embplan::neuroshard_ls_planner{}, true)(t, 1);
+  REQUIRE(by_name.ok);
+  CHECK(by_name.placement == typed.placement);
+  CHECK(row_pieces_of(t, by_name.placement, 4).count >= 2);
+  // Off (the default and the other overload): whole.
+  CHECK(row_pieces_of(t, embplan::run_preset("neuroshard_ls", t, 1).placement, 4).count == 0);
 }
