@@ -73,7 +73,7 @@
 // S = ceil(whole / share) pieces (2 <= S <= D; even row ranges, each with its
 // share of the lookups, piece_table) it does not, but every piece sends all
 // the table's columns in the all-to-all. Which of those tables to cut is
-// chosen on the data-parallel estimate of the plan's cost (below):
+// chosen on the data-parallel estimate of the plan's cost (above):
 //   max(the largest bound left, the costliest piece, sum of costs / D)
 //     + the columns in the all-to-all x all_to_all_column_ms,
 // over the tables in order of their bound (largest first), the number cut
