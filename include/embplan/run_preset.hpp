@@ -53,21 +53,17 @@ inline std::string joined_names() {
 
 // The stages before a preset's searcher, all in rowwise::split_oversized:
 // the row split of a table that fits no device (the rowwise_ names), the
-// data-parallel copies of small tables, and the column blocks of tables the
-// user's rules give a min_shards (cut whenever the stage runs). None: the
-// preset as it is.
+// column blocks of tables the user's rules give a min_shards (cut whenever
+// the stage runs), and what the caller asks for (stage_options: data-parallel
+// copies, the layout across hosts, row cuts by cost). None: the preset as it
+// is.
 struct preset_stages {
   bool split_rows = false;
-  rowwise::data_parallel_options data_parallel{};
   bool min_shards = false;  // the rules have a min_shards: the stage must run
-  // Where a split table's pieces go on a cluster of several hosts.
-  rowwise::row_layout layout = rowwise::row_layout::by_cost;
-  // Tables that fit also cut by rows where the estimate finds it cheaper
-  // (rowwise::split_oversized::rows_by_cost).
-  bool rows_by_cost = false;
+  stage_options options{};
 
   bool any() const noexcept {
-    return split_rows || data_parallel.enabled || min_shards || rows_by_cost;
+    return split_rows || min_shards || options.data_parallel.enabled || options.rows_by_cost;
   }
 };
 
@@ -101,9 +97,9 @@ plan_result run(const Planner& p, const preset_stages& stages, const task& t, st
   return rowwise_planner_of<Planner>(
       p.cost(),
       rowwise::behind_stage(p.searcher(), {.split_rows = stages.split_rows,
-                                           .data_parallel = stages.data_parallel,
-                                           .layout = stages.layout,
-                                           .rows_by_cost = stages.rows_by_cost}),
+                                           .data_parallel = stages.options.data_parallel,
+                                           .layout = stages.options.layout,
+                                           .rows_by_cost = stages.options.rows_by_cost}),
       p.rule(), p.scorer())(t, seed);
 }
 
@@ -156,11 +152,8 @@ plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed,
   const bool rowwise = name.starts_with(pd::rowwise_prefix);
   const std::string_view base = rowwise ? name.substr(pd::rowwise_prefix.size()) : name;
   const default_constraint rule{memory_capacity{}, dim_multiple{}, rules};
-  const preset_stages stages{.split_rows = rowwise,
-                             .data_parallel = options.data_parallel,
-                             .min_shards = rules.has_min_shards(),
-                             .layout = options.layout,
-                             .rows_by_cost = options.rows_by_cost};
+  const preset_stages stages{
+      .split_rows = rowwise, .min_shards = rules.has_min_shards(), .options = options};
   const auto run = [&]<class Planner>(Planner p) { return pd::run(p, stages, t, seed); };
   if (base == "random") return run(random_planner({}, {}, rule, {}));
   if (base == "size_greedy") return run(size_greedy_planner({}, {}, rule, {}));

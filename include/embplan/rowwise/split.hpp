@@ -572,8 +572,7 @@ std::vector<std::uint32_t> choose_row_cuts(const task& t, const CostModel& model
                       ? static_cast<std::uint32_t>(devices)
                       : std::max<std::uint32_t>(2, static_cast<std::uint32_t>(wanted));
     pieces = static_cast<std::uint32_t>(std::min<std::int64_t>(pieces, t.tables[i].rows));
-    const std::int64_t rows = t.tables[i].rows / static_cast<std::int64_t>(pieces) +
-                              (t.tables[i].rows % static_cast<std::int64_t>(pieces) != 0 ? 1 : 0);
+    const std::int64_t rows = range_partition::even(t.tables[i].rows, pieces).rows_in(0);
     if (!admits_rows(i, rows)) {
       rest_bound = std::max(rest_bound, bound[i]);
       continue;
@@ -929,11 +928,10 @@ struct split_oversized {
     std::string cut_names;
     for (const std::size_t i : rest) {
       if (const std::uint32_t pieces = row_cut_of(i); pieces > 1) {
-        const auto n = static_cast<std::int64_t>(pieces);
-        const std::int64_t rows = t.tables[i].rows;
-        for (std::int64_t k = 0; k < n; ++k) {
-          const std::int64_t begin = rows / n * k + std::min(k, rows % n);
-          const std::int64_t end = begin + rows / n + (k < rows % n ? 1 : 0);
+        const auto ranges = range_partition::even(t.tables[i].rows, pieces);
+        for (std::uint32_t k = 0; k < ranges.shards(); ++k) {
+          const std::int64_t begin = ranges.row_begin(k);
+          const std::int64_t end = ranges.row_end(k);
           table_spec piece = piece_table(
               t, shard{static_cast<std::uint32_t>(i), 0, 0, t.tables[i].dim, begin, end, false});
           piece.name += " rows [" + std::to_string(begin) + ", " + std::to_string(end) + ")";
