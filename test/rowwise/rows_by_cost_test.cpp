@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "embplan/check_plan.hpp"
 #include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/cost/analytic.hpp"
@@ -142,13 +143,82 @@ TEST_CASE("rows_by_cost asks the rules about the pieces in the caller's terms") 
   const auto with = rows_staged(p, true, rule)(t, 1);
   REQUIRE(with.ok);
   const auto cut = row_pieces_of(t, with.placement, 4);
-  CHECK(cut.count >= 2);
+  CHECK(cut.count == 2);  // as many pieces as it has devices
   CHECK(cut.rows == 50'000);
   CHECK(cut.devices == std::set<std::uint32_t>{1, 3});
   for (const auto& s : with.placement.shards)
     if (s.table == 0) CHECK(s.device == 2);
   CHECK_NOTHROW(embplan::validate(t, with.placement, {.dim_multiple = 4, .memory = true}));
   CHECK(with.cost_ms.max_ms() < rows_staged(p, false, rule)(t, 1).cost_ms.max_ms());
+}
+
+TEST_CASE("rows_by_cost cuts a table into no more pieces than its max_shards") {
+  // Without a rule "clicks" is cut into 3 pieces; the rule allows 2. Cut
+  // into 3, the inner searcher could not place them and the plan without
+  // cuts would be kept; cut into 2 the plan still gains.
+  const auto t = hot_narrow_task(5, 4, 400.0);
+  const embplan::neuroshard_ls_planner p;
+  REQUIRE(row_pieces_of(t, rows_staged(p, true)(t, 1).placement, 4).count == 3);
+  embplan::user_constraints c;
+  c.tables.push_back({.table = 4, .max_shards = 2});
+  const embplan::default_constraint rule{embplan::memory_capacity{}, embplan::dim_multiple{},
+                                         embplan::table_rules(t, c)};
+  const auto with = rows_staged(p, true, rule)(t, 1);
+  REQUIRE(with.ok);
+  const auto cut = row_pieces_of(t, with.placement, 4);
+  CHECK(cut.count == 2);
+  CHECK(cut.rows == 50'000);
+  CHECK(cut.devices.size() == 2);
+  CHECK(embplan::check_plan(t, with.placement, rule).empty());
+  CHECK(with.cost_ms.max_ms() < 0.9 * rows_staged(p, false, rule)(t, 1).cost_ms.max_ms());
+}
+
+TEST_CASE("merge_abutting_rows joins a cut table's pieces on one device whose rows abut") {
+  embplan::task t = embplan_test::random_task(3, {.tables = 3, .devices = 4});
+  t.tables[1].rows = 40;
+  const auto piece = [](std::uint32_t table, std::uint32_t device, std::int64_t begin,
+                        std::int64_t end, std::int32_t cols) {
+    return embplan::shard{table, device, 0, cols, begin, end, false};
+  };
+  const std::int32_t dim = t.tables[1].dim;
+  const embplan::shard other = embplan::whole_table(t, 0, 1);
+  const std::vector<std::uint32_t> row_cut{0, 4, 0};
+  {
+    // [0, 10) and [10, 20) on device 1 join; [30, 40), also there, does not
+    // abut them; a table not cut (0) is left alone, in its place.
+    std::vector<embplan::shard> shards{piece(1, 1, 0, 10, dim), other, piece(1, 2, 20, 30, dim),
+                                       piece(1, 1, 10, 20, dim), piece(1, 1, 30, 40, dim)};
+    embplan::rowwise::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
+    CHECK(shards == std::vector<embplan::shard>{piece(1, 1, 0, 20, dim), other,
+                                                piece(1, 2, 20, 30, dim),
+                                                piece(1, 1, 30, 40, dim)});
+  }
+  std::vector<embplan::shard> all_on_one{piece(1, 3, 20, 30, dim), piece(1, 3, 0, 10, dim),
+                                         piece(1, 3, 30, 40, dim), piece(1, 3, 10, 20, dim)};
+  {
+    // All four on one device: the whole table.
+    auto shards = all_on_one;
+    embplan::rowwise::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
+    CHECK(shards == std::vector<embplan::shard>{embplan::whole_table(t, 1, 3)});
+  }
+  {
+    // A rule that allows the table row-wise only: joined up to the last
+    // piece, which would make it whole.
+    embplan::user_constraints c;
+    c.tables.push_back({.table = 1, .sharding = {embplan::sharding_kind::row_wise}});
+    const embplan::default_constraint rule{embplan::memory_capacity{}, embplan::dim_multiple{},
+                                           embplan::table_rules(t, c)};
+    auto shards = all_on_one;
+    embplan::rowwise::detail::merge_abutting_rows(t, rule, row_cut, shards);
+    CHECK(shards == std::vector<embplan::shard>{piece(1, 3, 0, 30, dim), piece(1, 3, 30, 40, dim)});
+  }
+  {
+    // Pieces of other columns, or other devices, stay apart.
+    std::vector<embplan::shard> shards{piece(1, 0, 0, 20, dim), piece(1, 1, 20, 40, dim)};
+    const auto before = shards;
+    embplan::rowwise::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
+    CHECK(shards == before);
+  }
 }
 
 TEST_CASE("rows_by_cost keeps to the rules: a table allowed table-wise only is not cut") {

@@ -72,8 +72,11 @@
 // D) bounds the plan however it is placed; cut by rows into
 // S = ceil(whole / share) pieces (2 <= S <= D; even row ranges, each with its
 // share of the lookups, piece_table) it does not, but every piece sends all
-// the table's columns in the all-to-all. Which of those tables to cut is
-// chosen on the data-parallel estimate of the plan's cost (above):
+// the table's columns in the all-to-all. S is at most the pieces the rule
+// admits one per device on distinct devices of an empty cluster (a user's
+// allowed devices and max_shards; fewer, larger pieces are asked again).
+// Which of those tables to cut is chosen on the data-parallel estimate of the
+// plan's cost (above):
 //   max(the largest bound left, the costliest piece, sum of costs / D)
 //     + the columns in the all-to-all x all_to_all_column_ms,
 // over the tables in order of their bound (largest first), the number cut
@@ -89,6 +92,8 @@
 // caller's task, the one without cuts on a tie (best_of's comparison):
 // rows_by_cost never gives a plan the reward scores lower than the stage
 // without it. Where the estimate cuts nothing the inner searcher runs once.
+// Pieces of one table the inner searcher puts on one device with abutting
+// rows become one piece (merge_abutting_rows: the same bytes and lookups).
 // Tables with a minimum piece count (min_shards_of(rule, table) > 1, the
 // user's min_shards) are cut into that many column blocks of multiples of 4
 // (as equal as they can be) before the inner searcher runs, each block a
@@ -537,17 +542,28 @@ std::vector<std::uint32_t> choose_row_cuts(const task& t, const CostModel& model
   }
   const double share = sum / d_count;
   if (!(share > 0.0)) return out;
-  // Whether the rule admits a row piece of table i on some device of an
-  // empty cluster (its allowed kinds, devices).
-  const placement_state empty(devices);
-  const auto admits_rows = [&](std::size_t i, std::int64_t rows) {
-    const shard piece{static_cast<std::uint32_t>(i), 0, 0, t.tables[i].dim, 0, rows, false};
-    for (std::size_t d = 0; d < devices; ++d) {
-      shard s = piece;
-      s.device = static_cast<std::uint32_t>(d);
-      if (rule.admits(t, empty, s)) return true;
+  // The most even row pieces of table i, at most `wanted`, that the rule
+  // admits one per device on distinct devices of an empty cluster (its allowed
+  // kinds and devices, max_shards, memory): where fewer are admitted, as many
+  // larger pieces are asked again; 0 where fewer than two are.
+  const auto admitted_pieces = [&](std::size_t i, std::uint32_t wanted) {
+    std::uint32_t pieces = wanted;
+    while (pieces >= 2) {
+      const auto ranges = range_partition::even(t.tables[i].rows, pieces);
+      placement_state trial(devices);
+      std::uint32_t placed = 0;
+      for (std::size_t d = 0; d < devices && placed < pieces; ++d) {
+        shard s = whole_table(t, i, d);
+        s.row_begin = ranges.row_begin(placed);
+        s.row_end = ranges.row_end(placed);
+        if (!rule.admits(t, trial, s)) continue;
+        trial.place(t, s);
+        ++placed;
+      }
+      if (placed == pieces) return pieces;
+      pieces = placed;
     }
-    return false;
+    return std::uint32_t{0};
   };
   struct candidate {
     std::size_t table;
@@ -572,11 +588,12 @@ std::vector<std::uint32_t> choose_row_cuts(const task& t, const CostModel& model
                       ? static_cast<std::uint32_t>(devices)
                       : std::max<std::uint32_t>(2, static_cast<std::uint32_t>(wanted));
     pieces = static_cast<std::uint32_t>(std::min<std::int64_t>(pieces, t.tables[i].rows));
-    const std::int64_t rows = range_partition::even(t.tables[i].rows, pieces).rows_in(0);
-    if (!admits_rows(i, rows)) {
+    pieces = admitted_pieces(i, pieces);
+    if (pieces < 2) {
       rest_bound = std::max(rest_bound, bound[i]);
       continue;
     }
+    const std::int64_t rows = range_partition::even(t.tables[i].rows, pieces).rows_in(0);
     const shard piece{static_cast<std::uint32_t>(i), 0, 0, t.tables[i].dim, 0, rows, false};
     cuts.push_back({i, pieces, stage_ms(t, model, piece)});
   }
@@ -602,6 +619,52 @@ std::vector<std::uint32_t> choose_row_cuts(const task& t, const CostModel& model
   for (std::size_t k = 0; k < best_k; ++k)
     out[cuts[k].table] = cuts[k].pieces;
   return out;
+}
+
+// Row pieces of a table cut by rows_by_cost (`row_cut[table] > 1`) that the
+// inner searcher put on one device with abutting rows, merged into one piece
+// (the first's place in `shards` kept) where the rule admits the merged piece
+// on its own (its kind: all rows are table_wise); shards of other tables are
+// left as they are. The device holds the same bytes and looks up the same
+// rows either way.
+template <constraint Constraint>
+void merge_abutting_rows(const task& t, const Constraint& rule,
+                         std::span<const std::uint32_t> row_cut, std::vector<shard>& shards) {
+  std::vector<std::size_t> cut;  // indices of the cut tables' pieces
+  for (std::size_t k = 0; k < shards.size(); ++k) {
+    const auto& s = shards[k];
+    if (!s.replica && !s.data_parallel && s.table < row_cut.size() && row_cut[s.table] > 1)
+      cut.push_back(k);
+  }
+  if (cut.size() < 2) return;
+  std::stable_sort(cut.begin(), cut.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = shards[a];
+    const auto& y = shards[b];
+    return std::tie(x.table, x.device, x.col_begin, x.row_begin) <
+           std::tie(y.table, y.device, y.col_begin, y.row_begin);
+  });
+  const placement_state empty(t.cluster.size());
+  std::vector<std::uint8_t> gone(shards.size(), 0);
+  std::size_t into = cut[0];
+  for (std::size_t k = 1; k < cut.size(); ++k) {
+    shard& a = shards[into];
+    const shard& b = shards[cut[k]];
+    if (b.table == a.table && b.device == a.device && b.col_begin == a.col_begin &&
+        b.col_end == a.col_end && b.row_begin == a.row_end) {
+      shard joined = a;
+      joined.row_end = b.row_end;
+      if (rule.admits(t, empty, joined)) {
+        a = joined;
+        gone[cut[k]] = 1;
+        continue;
+      }
+    }
+    into = cut[k];
+  }
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < shards.size(); ++k)
+    if (gone[k] == 0) shards[kept++] = shards[k];
+  shards.resize(kept);
 }
 
 // Record `b` of a sub-task table added to record `a` of the same full table.
@@ -994,6 +1057,7 @@ struct split_oversized {
       s.row_end += row_shift;
       out.placement.shards.push_back(s);
     }
+    if (cut_any) detail::merge_abutting_rows(t, rule, row_cut, out.placement.shards);
     out.ok = true;
     return out;
   }
