@@ -121,6 +121,40 @@ TEST_CASE("best_of keeps the plan the reward scores highest, the first on a tie"
   CHECK(plan_of(std::tuple{spread, shifted}).shards == spread.placement.shards);
 }
 
+TEST_CASE("best_of's made_by names the member whose plan it kept, by place and label") {
+  const embplan::analytic_cost model;
+  const embplan::default_constraint rule;
+  const embplan::neg_max_cost_reward reward;
+  const auto t = portfolio_task(1, 8);
+  auto piled = planning(tables_whole(t, false));
+  piled.label = "piled";
+  auto spread = planning(tables_whole(t, true));
+  spread.label = "spread";
+  const auto made_by = [&](const auto& b) {
+    const auto r = b.search(t, model, rule, reward, 0);
+    REQUIRE(r.ok);
+    return r.made_by;
+  };
+  CHECK(made_by(embplan::best_of<fixed_plan, fixed_plan>{{piled, spread}}) == "#2 spread");
+  CHECK(made_by(embplan::best_of<fixed_plan, fixed_plan>{{spread, piled}}) == "#1 spread");
+  // A portfolio inside a portfolio adds its own member.
+  using inner = embplan::best_of<fixed_plan, fixed_plan>;
+  CHECK(made_by(embplan::best_of<fixed_plan, inner>{{piled, inner{{piled, spread}}}}) ==
+        "#2 best_of(piled, spread) > #2 spread");
+  // Another searcher leaves it empty.
+  CHECK(spread.search(t, model, rule, reward, 0).made_by.empty());
+}
+
+TEST_CASE("searcher_label: a wrapper names what it wraps; else the searcher's name") {
+  CHECK(embplan::searcher_label(embplan::torchrec_like{}) == "torchrec_like");
+  CHECK(embplan::searcher_label(embplan::local_search<>{}) == "local_search(column_beam)");
+  CHECK(embplan::searcher_label(embplan::rowwise::split_oversized<embplan::torchrec_like>{}) ==
+        "rowwise_split(torchrec_like)");
+  CHECK(embplan::searcher_label(
+            embplan::best_of<embplan::local_search<>, embplan::torchrec_like>{}) ==
+        "best_of(local_search(column_beam), torchrec_like)");
+}
+
 TEST_CASE("best_of passes over a member without a plan and names each failure when none has one") {
   const embplan::analytic_cost model;
   const embplan::default_constraint rule;
@@ -182,6 +216,12 @@ TEST_CASE("the portfolio preset plans as the cheaper of neuroshard_ls and torchr
       const auto& cheaper = ls.cost_ms.max_ms() <= tr.cost_ms.max_ms() ? ls : tr;
       CHECK(both.cost_ms.max_ms() == cheaper.cost_ms.max_ms());
       CHECK(both.placement.shards == cheaper.placement.shards);
+      // Which member made it (the first on a tie), through the planner's result.
+      const std::string member = &cheaper == &ls ? "#1 " : "#2 ";
+      const std::string label =
+          &cheaper == &ls ? "local_search(column_beam)" : std::string("torchrec_like");
+      CHECK(both.made_by == (rowwise ? member + "rowwise_split(" + label + ")" : member + label));
+      CHECK(ls.made_by.empty());
       if (rowwise) {
         bool split_by_rows = false;
         for (const auto& s : both.placement.shards)

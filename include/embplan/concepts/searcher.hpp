@@ -29,6 +29,11 @@ struct search_result {
   // hit rate = cache_hits / cache_lookups. Both 0 for searchers without one.
   std::uint64_t cache_lookups = 0;
   std::uint64_t cache_hits = 0;
+  // Where a portfolio (best_of) chose among searchers: the member whose plan
+  // it kept, as its place and label ("#2 rowwise_split(torchrec_like)";
+  // a portfolio inside a portfolio adds its own after " > "). Empty where no
+  // portfolio chose.
+  std::string made_by{};
 };
 
 template <class S, class M, class C, class R>
@@ -62,5 +67,19 @@ template <class S>
 concept searcher =
     searcher_for<S, concepts::detail::cost_model_archetype, concepts::detail::constraint_archetype,
                  concepts::detail::reward_archetype>;
+
+// Optional: label() — a longer name for reports, where name() (a fixed
+// string) would not tell two searchers apart: a wrapper names what it wraps
+// ("rowwise_split(local_search(column_beam))"). Without the member: name().
+template <class S>
+std::string searcher_label(const S& s) {
+  if constexpr (requires {
+                  { s.label() } -> std::convertible_to<std::string>;
+                }) {
+    return std::string(s.label());
+  } else {
+    return std::string(s.name());
+  }
+}
 
 }  // namespace embplan::inline EMBPLAN_ABI

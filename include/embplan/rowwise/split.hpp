@@ -883,6 +883,7 @@ struct split_oversized {
   }
 
   std::string_view name() const noexcept { return "rowwise_split"; }
+  std::string label() const { return "rowwise_split(" + searcher_label(inner) + ")"; }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>
   search_result search(const task& t, const CostModel& model, const Constraint& rule,
@@ -1028,6 +1029,7 @@ struct split_oversized {
     out.evaluations = r.evaluations;
     out.cache_lookups = r.cache_lookups;
     out.cache_hits = r.cache_hits;
+    out.made_by = std::move(r.made_by);
     if (!r.ok) {
       const auto copies = static_cast<std::size_t>(
           std::count(replicated.begin(), replicated.end(), std::uint8_t{1}));

@@ -19,10 +19,11 @@
 // compared, not plans of the stage's sub-task (whose costs leave out the row
 // pieces' load and can rank the plans otherwise).
 // Counts: evaluations, cache look-ups and hits are the sums over the members
-// plus one evaluate() per plan compared. A member that finds no plan is
-// passed over; where none finds one, the failure gives each member's place,
-// name and failure ("#1 local_search: ...; #2 torchrec_like: ...": behind the
-// row stage both are named rowwise_split).
+// plus one evaluate() per plan compared. The result's made_by names the
+// member whose plan was kept, by its place and label (searcher_label:
+// "#2 rowwise_split(torchrec_like)"). A member that finds no plan is passed
+// over; where none finds one, the failure gives each member's place, label
+// and failure ("#1 local_search(column_beam): ...; #2 torchrec_like: ...").
 
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +50,17 @@ requires(sizeof...(Searchers) >= 1) struct best_of {
   static constexpr bool uses_reward = true;
 
   std::string_view name() const noexcept { return "best_of"; }
+  // "best_of(<each member's label>, ...)".
+  std::string label() const {
+    std::string out = "best_of(";
+    std::apply(
+        [&](const auto&... s) {
+          std::size_t k = 0;
+          ((out += (k++ == 0 ? "" : ", ") + searcher_label(s)), ...);
+        },
+        searchers);
+    return out + ")";
+  }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>
   search_result search(const task& t, const CostModel& model, const Constraint& rule,
@@ -67,14 +79,15 @@ requires(sizeof...(Searchers) >= 1) struct best_of {
       evaluations += r.evaluations;
       lookups += r.cache_lookups;
       hits += r.cache_hits;
+      const std::string member = "#" + std::to_string(place) + " " + searcher_label(s);
       if (!r.ok) {
-        failures += (failures.empty() ? "#" : "; #") + std::to_string(place) + " " +
-                    std::string(s.name()) + ": " + r.failure;
+        failures += (failures.empty() ? "" : "; ") + member + ": " + r.failure;
         return;
       }
       ++evaluations;
       const auto v = static_cast<double>(score.score(t, evaluate(t, r.placement, model)));
       if (!have || v > best_score) {
+        r.made_by = r.made_by.empty() ? member : member + " > " + r.made_by;
         best = std::move(r);
         best_score = v;
         have = true;

@@ -68,6 +68,7 @@
 #include <functional>
 #include <limits>
 #include <span>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -863,6 +864,7 @@ struct local_search {
   static constexpr bool uses_reward = true;
 
   std::string_view name() const noexcept { return "local_search"; }
+  std::string label() const { return "local_search(" + searcher_label(start) + ")"; }
 
   void validate() const {
     if (max_moves < 0) detail::fail("local_search.max_moves", max_moves, "a count >= 0");
