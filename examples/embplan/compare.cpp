@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -59,6 +60,9 @@ struct planner_summary {
   std::vector<double> costs;        // per task, NaN where it failed (--json's per_task_cost_ms)
   std::uint64_t cache_lookups = 0;  // the searcher's device-cost cache, all tasks
   std::uint64_t cache_hits = 0;
+  // A portfolio's plans by the member that made them (search_result::made_by),
+  // over the tasks it solved; empty for other planners.
+  std::map<std::string, std::size_t> made_by;
   bool has_cache() const { return cache_lookups > 0; }
   double cache_hit_rate() const {
     return cache_lookups ? double(cache_hits) / double(cache_lookups) : 0.0;
@@ -137,6 +141,7 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
         bar.advance();
         continue;
       }
+      if (!result.made_by.empty()) ++s.made_by[result.made_by];
       plans.push_back(std::move(result.placement));
       planned.push_back(p);
     }
@@ -266,6 +271,7 @@ nlohmann::json to_json(const planner_summary& s, bool optimum, const std::string
       s.has_cache() ? nlohmann::json(s.cache_hit_rate()) : nlohmann::json(nullptr);
   j["cache_lookups"] = s.cache_lookups;
   j["failed_with_oversized_table"] = s.no_device;
+  if (!s.made_by.empty()) j["made_by"] = s.made_by;
   return j;
 }
 
@@ -523,6 +529,13 @@ int run_compare(const compare_args& a) {
       if (!std::string_view(r.planner).starts_with("rowwise_")) no_device += r.no_device;
     }
     table.print(std::cout);
+    for (const auto& r : rows) {
+      if (r.made_by.empty()) continue;
+      std::string by;
+      for (const auto& [member, count] : r.made_by)
+        by += (by.empty() ? "" : ", ") + member + ": " + std::to_string(count);
+      std::cout << r.planner << "'s plans by member: " << by << '\n';
+    }
     std::cout.flush();
     report["settings"].push_back(setting_json);
   }

@@ -527,6 +527,7 @@ int run_plan(const plan_args& a) {
             << ", " << used_meter_text << "\nplanning model: " << pm.text << '\n';
   if (is_dreamshard(planner)) std::cout << "policy: " << pm.policy_text << '\n';
   if (is_autoshard(planner)) std::cout << "policy: " << pm.autoshard_text << '\n';
+  if (!result.made_by.empty()) std::cout << "plan by portfolio member " << result.made_by << '\n';
   if (!rules.empty()) {
     std::cout << "constraints: " << rules.describe() << " from " << a.constraints
               << ", applied and the plan re-checked against them\n";
@@ -542,6 +543,7 @@ int run_plan(const plan_args& a) {
   report["content_hash"] = embplan::hash_hex(made.content_hash);
   report["embplan_version"] = made.version;
   report["search_ms"] = result.search_ms;
+  if (!result.made_by.empty()) report["made_by"] = result.made_by;
   report["meter"] = a.meter.name + ", " + used_meter_text;
   report["planning_model"] = pm.text;
   if (is_dreamshard(planner)) report["policy"] = pm.policy_text;

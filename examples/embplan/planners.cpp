@@ -36,6 +36,7 @@ planned run_with(const std::string& name, const embplan::task& t, std::uint64_t 
   out.search_ms = r.sharding_ms;
   out.cache_lookups = r.cache_lookups;
   out.cache_hits = r.cache_hits;
+  out.made_by = std::move(r.made_by);
   return out;
 }
 

@@ -40,6 +40,7 @@ struct planned {
   double search_ms = 0.0;
   std::uint64_t cache_lookups = 0;  // the searcher's cost cache, if it has one
   std::uint64_t cache_hits = 0;
+  std::string made_by;  // a portfolio's member whose plan it is (search_result::made_by)
 };
 
 // Runs the named planner (parse_planner's) on `t`; NeuroShard's planners

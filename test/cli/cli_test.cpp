@@ -2422,3 +2422,51 @@ TEST_CASE("plan --rows-by-cost auto: a narrow table of many lookups cut by rows,
   CHECK(c.code == 0);
   CHECK(c.out.find("rows by cost: auto") != std::string::npos);
 }
+
+TEST_CASE("plan --planner portfolio says which member's plan it kept") {
+  const auto task = scratch() / "pf-task.json";
+  std::string tables = "[]";
+  for (int i = 0; i < 10; ++i) {
+    tables.pop_back();
+    tables += std::string(i == 0 ? "" : ", ") + "{\"name\": \"t" + std::to_string(i) +
+              "\", \"rows\": " + std::to_string(10000 * (i + 1)) +
+              ", \"dim\": " + std::to_string(16 * (1 + i % 4)) + ", \"pooling_factor\": 8}]";
+  }
+  write(task, R"({"name": "pf", "cluster": {"count": 4}, "tables": )" + tables + "}");
+  const std::string common = " --task " + task.string() + " --model none --json ";
+  const auto r = run("plan --planner portfolio" + common + (scratch() / "pf-report.json").string());
+  INFO(r.out, r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(scratch() / "pf-report.json"));
+  const auto member = j.at("made_by").get<std::string>();
+  CHECK((member == "#1 local_search(column_beam)" || member == "#2 torchrec_like"));
+  CHECK(r.out.find("plan by portfolio member " + member + "\n") != std::string::npos);
+  // Its plan is that member's own.
+  const auto alone =
+      run(std::string("plan --planner ") + (member[1] == '1' ? "neuroshard_ls" : "torchrec") +
+          common + (scratch() / "pf-alone.json").string());
+  REQUIRE(alone.code == 0);
+  const auto a = nlohmann::json::parse(slurp(scratch() / "pf-alone.json"));
+  CHECK(a.at("cost_ms").get<double>() == j.at("cost_ms").get<double>());
+  // A planner that is no portfolio says nothing of members.
+  CHECK_FALSE(a.contains("made_by"));
+  CHECK(alone.out.find("portfolio member") == std::string::npos);
+  // compare counts the portfolio's plans by member, per setting.
+  const auto c =
+      run("compare --count 3 --devices 4 --max-dim 16 --planners portfolio,torchrec --model none "
+          "--json " +
+          (scratch() / "pf-compare.json").string());
+  INFO(c.out, c.err);
+  REQUIRE(c.code == 0);
+  CHECK(c.out.find("portfolio's plans by member: #") != std::string::npos);
+  CHECK(c.out.find("torchrec's plans by member") == std::string::npos);
+  const auto cj = nlohmann::json::parse(slurp(scratch() / "pf-compare.json"));
+  const auto& rows = cj.at("settings").at(0).at("planners");
+  std::size_t counted = 0;
+  for (const auto& [member, count] : rows.at(0).at("made_by").items()) {
+    CHECK(member.starts_with("#"));
+    counted += count.get<std::size_t>();
+  }
+  CHECK(counted == 3);
+  CHECK_FALSE(rows.at(1).contains("made_by"));
+}
