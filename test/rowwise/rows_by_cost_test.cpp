@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "embplan/check_plan.hpp"
@@ -217,6 +219,73 @@ TEST_CASE("merge_abutting_rows joins a cut table's pieces on one device whose ro
     std::vector<embplan::shard> shards{piece(1, 0, 0, 20, dim), piece(1, 1, 20, 40, dim)};
     const auto before = shards;
     embplan::rowwise::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
+    CHECK(shards == before);
+  }
+}
+
+// The analytic model plus, per shard of table 1 on a device, `per_shard_ms`
+// and `per_row_squared_ms` x its rows^2 of forward compute: a model that
+// prices one piece of 2n rows unlike two of n.
+struct per_piece_model {
+  embplan::analytic_cost base{};
+  double per_shard_ms = 0.0;
+  double per_row_squared_ms = 0.0;
+  std::string_view name() const { return "per_piece"; }
+  double extra(const embplan::shard& s) const {
+    if (s.table != 1) return 0.0;
+    const auto rows = static_cast<double>(s.rows());
+    return per_shard_ms + per_row_squared_ms * rows * rows;
+  }
+  double shard_cost(const embplan::task& t, const embplan::shard& s) const {
+    return base.shard_cost(t, s) + extra(s);
+  }
+  embplan::compute_cost compute(const embplan::task& t, std::span<const embplan::shard> group,
+                                std::size_t device) const {
+    auto c = base.compute(t, group, device);
+    for (const auto& s : group)
+      c.fwd_ms += extra(s);
+    return c;
+  }
+  void communication(const embplan::task& t, std::span<const std::int64_t> dim_sum,
+                     std::span<const double> start_ms, std::span<embplan::comm_cost> out) const {
+    base.communication(t, dim_sum, start_ms, out);
+  }
+};
+
+TEST_CASE("abutting row pieces are merged only where the reward scores the merged plan no lower") {
+  embplan::task t = embplan_test::random_task(3, {.tables = 3, .devices = 4});
+  t.tables[1].rows = 40;
+  const std::int32_t dim = t.tables[1].dim;
+  const std::vector<std::uint32_t> row_cut{0, 2, 0};
+  const std::vector<embplan::shard> apart{embplan::whole_table(t, 0, 0),
+                                          {1, 1, 0, dim, 0, 20, false},
+                                          {1, 1, 0, dim, 20, 40, false},
+                                          embplan::whole_table(t, 2, 2)};
+  const embplan::neg_max_cost_reward score{};
+  const embplan::paper_constraint rule{};
+  {
+    // A cost per piece: one piece is cheaper, so merged.
+    auto shards = apart;
+    const per_piece_model model{.per_shard_ms = 50.0};
+    CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(t, model, rule, score,
+                                                                       row_cut, shards) == 2);
+    REQUIRE(shards.size() == 3);
+    CHECK(shards[1] == embplan::whole_table(t, 1, 1));
+  }
+  {
+    // A cost growing with rows^2: two pieces are cheaper, so kept apart.
+    auto shards = apart;
+    const per_piece_model model{.per_row_squared_ms = 0.1};
+    CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(t, model, rule, score,
+                                                                       row_cut, shards) == 2);
+    CHECK(shards == apart);
+  }
+  {
+    // Nothing to merge: no evaluation.
+    auto shards = std::vector<embplan::shard>{apart[0], apart[1], apart[3]};
+    const auto before = shards;
+    CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(
+              t, per_piece_model{}, rule, score, row_cut, shards) == 0);
     CHECK(shards == before);
   }
 }
