@@ -265,27 +265,30 @@ TEST_CASE("abutting row pieces are merged only where the reward scores the merge
   const embplan::paper_constraint rule{};
   {
     // A cost per piece: one piece is cheaper, so merged.
-    auto shards = apart;
+    embplan::plan p{apart};
+    const auto& shards = p.shards;
     const per_piece_model model{.per_shard_ms = 50.0};
     CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(t, model, rule, score,
-                                                                       row_cut, shards) == 2);
+                                                                       row_cut, p) == 2);
     REQUIRE(shards.size() == 3);
     CHECK(shards[1] == embplan::whole_table(t, 1, 1));
   }
   {
     // A cost growing with rows^2: two pieces are cheaper, so kept apart.
-    auto shards = apart;
+    embplan::plan p{apart};
+    const auto& shards = p.shards;
     const per_piece_model model{.per_row_squared_ms = 0.1};
     CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(t, model, rule, score,
-                                                                       row_cut, shards) == 2);
+                                                                       row_cut, p) == 2);
     CHECK(shards == apart);
   }
   {
     // Nothing to merge: no evaluation.
-    auto shards = std::vector<embplan::shard>{apart[0], apart[1], apart[3]};
+    embplan::plan p{{apart[0], apart[1], apart[3]}};
+    const auto& shards = p.shards;
     const auto before = shards;
-    CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(
-              t, per_piece_model{}, rule, score, row_cut, shards) == 0);
+    CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(t, per_piece_model{}, rule,
+                                                                       score, row_cut, p) == 0);
     CHECK(shards == before);
   }
 }

@@ -668,9 +668,9 @@ void merge_abutting_rows(const task& t, const Constraint& rule,
   shards.resize(kept);
 }
 
-// merge_abutting_rows on a copy of `shards`, kept where the reward scores the
-// merged plan no lower than the pieces apart: a model may price one piece of
-// 2n rows unlike two of n on one device, and models disagree (on two
+// merge_abutting_rows on a copy of `p`'s shards, kept where the reward scores
+// the merged plan no lower than `p`: a model may price one piece of 2n rows
+// unlike two of n on one device, and models disagree (on two
 // NeuroShard-protocol tasks the bundled learned model prices torchrec's plan
 // 3.3-3.5 % higher merged, where the analytic model torchrec decides on does
 // not score it lower). Returns the evaluate() calls made (two where anything
@@ -678,18 +678,14 @@ void merge_abutting_rows(const task& t, const Constraint& rule,
 template <cost_model CostModel, constraint Constraint, reward Reward>
 std::uint64_t merge_abutting_rows_if_no_costlier(const task& t, const CostModel& model,
                                                  const Constraint& rule, const Reward& score,
-                                                 std::span<const std::uint32_t> row_cut,
-                                                 std::vector<shard>& shards) {
-  plan merged;
-  merged.shards = shards;
+                                                 std::span<const std::uint32_t> row_cut, plan& p) {
+  plan merged = p;
   merge_abutting_rows(t, rule, row_cut, merged.shards);
-  if (merged.shards.size() == shards.size()) return 0;
-  plan apart;
-  apart.shards = shards;
-  const auto value = [&](const plan& p) {
-    return static_cast<double>(score.score(t, evaluate(t, p, model)));
+  if (merged.shards.size() == p.shards.size()) return 0;
+  const auto value = [&](const plan& x) {
+    return static_cast<double>(score.score(t, evaluate(t, x, model)));
   };
-  if (!(value(merged) < value(apart))) shards = std::move(merged.shards);
+  if (!(value(merged) < value(p))) p = std::move(merged);
   return 2;
 }
 
@@ -1086,8 +1082,8 @@ struct split_oversized {
       out.placement.shards.push_back(s);
     }
     if (cut_any) {
-      out.evaluations += detail::merge_abutting_rows_if_no_costlier(t, model, rule, score, row_cut,
-                                                                    out.placement.shards);
+      out.evaluations +=
+          detail::merge_abutting_rows_if_no_costlier(t, model, rule, score, row_cut, out.placement);
     }
     out.ok = true;
     return out;
