@@ -2,10 +2,10 @@
 // - NeuroShard's compute-cost network (20 table features, table MLP 128-32,
 //   sum, head 32-64-1) pricing one device of 10 tables: from raw features, and
 //   from per-table latents computed once (what a planner that caches them pays);
-// - the same device through packed_compute_cost_net (issue 3: <= 2 us), on
+// - the same device through packed_compute_cost_net (goal: <= 2 us), on
 //   the kernel chosen at run time and on each kernel by name; and its
 //   finish() alone, the head after the first layer's sum (a planner's cost
-//   per placement, search/piecewise.hpp), and term(), one table's share of
+//   per placement, concepts/piecewise.hpp), and term(), one table's share of
 //   the head's first layer (paid once per piece);
 // - one row through NeuroShard's forward communication-cost network
 //   (2 x devices inputs, 128-64-32-16, one output per device; 4 and 8
@@ -78,7 +78,7 @@ void bm_packed_compute_cost_device(benchmark::State& state, embplan::nn::simd_ke
 
 // finish() alone (the head after its first layer's sum: ReLU and a 64-float
 // dot for 32-64-1): what the planners pay per placement once the pieces'
-// terms are known (search/piecewise.hpp).
+// terms are known (concepts/piecewise.hpp).
 void bm_packed_finish(benchmark::State& state, embplan::nn::simd_kernel kernel) {
   if (!embplan::nn::simd_kernel_supported(kernel)) {
     state.SkipWithError("kernel not supported on this CPU");
@@ -95,7 +95,7 @@ void bm_packed_finish(benchmark::State& state, embplan::nn::simd_kernel kernel) 
 }
 
 // term() alone: one table's raw features through the table MLP and the head's
-// first layer (what a planner pays once per piece, search/piecewise.hpp).
+// first layer (what a planner pays once per piece, concepts/piecewise.hpp).
 void bm_packed_term(benchmark::State& state, embplan::nn::simd_kernel kernel) {
   if (!embplan::nn::simd_kernel_supported(kernel)) {
     state.SkipWithError("kernel not supported on this CPU");

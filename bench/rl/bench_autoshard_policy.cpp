@@ -1,4 +1,4 @@
-// AutoShard's policy at inference (rl/autoshard.hpp; issue: 800 tables on 80
+// AutoShard's policy at inference (rl/autoshard.hpp; goal: 800 tables on 80
 // devices under 50 ms; the paper, §5: hundreds of tables sharded in seconds
 // on one CPU core), on AutoShard-protocol tasks (data/tasks.hpp: T = 10 D
 // tables from the synthetic MetaSyn pool, dims {4, ..., 32}, fp16) whose

@@ -1,5 +1,5 @@
-// DreamShard's policy network (rl/dreamshard_policy_net.hpp) at the issue's
-// inference size, 100 tables on 8 devices, 21 table features (issue 20:
+// DreamShard's policy network (rl/dreamshard_policy_net.hpp) at the target
+// inference size, 100 tables on 8 devices, 21 table features (goal:
 // inference under 5 ms):
 // - one policy forward over an observation of 100 placed tables on 8 devices;
 // - a full greedy pass (Algorithm 2): order the tables by the cost branch's

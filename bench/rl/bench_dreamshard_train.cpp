@@ -1,10 +1,10 @@
-// DreamShard at the planner level (issue 20), next to bench_dreamshard_policy
+// DreamShard at the planner level, next to bench_dreamshard_policy
 // (the network alone):
 // - greedy inference through embplan::planner with
 //   rl::policy_searcher<rl::dreamshard_policy> (Algorithm 2: order the tables
 //   by the cost branch, place each on the argmax device; then the plan is
 //   checked against memory and priced by analytic_cost), on 20 tables / 4
-//   devices, 100 / 8 (the issue's goal: under 5 ms) and 200 / 8. The policy is
+//   devices, 100 / 8 (goal: under 5 ms) and 200 / 8. The policy is
 //   PyTorch's default init from a seed: inference does the same work whatever
 //   the weights;
 // - one training iteration of Algorithm 1 (rl::dreamshard_train) with the

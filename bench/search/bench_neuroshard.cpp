@@ -6,7 +6,7 @@
 // NeuroShard's compute net + analytic communication); the local search on top
 // of it (search/local_search.hpp) and the TorchRec-like baseline for
 // comparison; and the learned-model search on two threads (column_beam_2).
-// With learned communication as well (issue 22): NeuroShard's search on
+// With learned communication as well: NeuroShard's search on
 // learned compute and learned communication models, NeuroShard's authors'
 // (learned_comm_model: compute.safetensors, comm{4,8}_{forward,backward}.safetensors
 // from tools/make_neuroshard_parity.py, imported as NeuroShard's checkpoints;
@@ -252,9 +252,9 @@ const std::vector<parity_task>& parity_tasks() {
 // min_speedup over the 30 tasks, wall time over wall time; median_cpu_speedup
 // and min_cpu_speedup, CPU time over CPU time. Each task is searched once per
 // iteration and its least time taken (wall and CPU apart), as the tools/
-// script takes the least of its --repeat runs: a VM's speed drifts by tens of
-// percent from minute to minute, and the least of a few runs is the figure
-// least moved by that, on both sides alike. With
+// script takes the least of its --repeat runs: a VM's speed drifts from
+// minute to minute (docs/design/benchmarks.md), and the least of a few runs
+// is the figure least moved by that, on both sides alike. With
 // $EMBPLAN_NEUROSHARD_PARITY_PER_TASK set, each task's least time and
 // speedup go to stderr.
 template <class Searcher>

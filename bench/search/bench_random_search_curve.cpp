@@ -23,15 +23,16 @@
 //                     search maximised);
 //   balance_measured  the same plans' degree of balance measured on this CPU
 //                     (cpu_meter_cost, default options: the CPU meter, each
-//                     device's shard timed as one fused TBE; ~0.2 s a shard),
+//                     device's shard timed as one fused TBE),
 //                     measured once per budget outside the timed region;
 //                     wall-clock timed, so other load on the machine shows in it.
 //   evaluations       cost-model calls per search (budget x (devices + 2)).
 //
 // Run (Release build):
 //   bench_random_search_curve --benchmark_repetitions=1
-// The measured counter takes about 7 budgets x 5 tasks x 8 shards x 0.2 s,
-// a minute or two; --benchmark_filter='bm_random_search/1000$' runs one budget.
+// The measured counter times 7 budgets x 5 tasks x 8 shards, a minute or two
+// (docs/design/benchmarks.md); --benchmark_filter='bm_random_search/1000$'
+// runs one budget.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>

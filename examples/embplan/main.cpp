@@ -1,5 +1,5 @@
-// embplan — the command-line face of the library (DESIGN.md, "The CLI"; the
-// main job is `embplan compare`). Each subcommand lives in its own file
+// embplan — the command-line face of the library (docs/cli.md; the main job
+// is `embplan compare`). Each subcommand lives in its own file
 // (commands.hpp); this one parses and dispatches. Every error becomes one line
 // on stderr and exit code 2.
 #include <CLI/CLI.hpp>

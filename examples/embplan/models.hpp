@@ -6,7 +6,8 @@
 // neuroshard_ls) search on — NeuroShard's "pre-train, then search" (§3).
 // Without --model the CLI takes the bundled one, data/cost/cpu_compute_model
 // .safetensors, trained on CPU-meter measurements of the train half of the
-// synthetic pool (README "Cost data"); `none` plans on the analytic model.
+// synthetic pool (docs/measuring.md, "Cost data"); `none` plans on the
+// analytic model.
 //
 // --meter, the model every plan is priced by (the same for every planner):
 //   simulated  the learned model when there is one (its compute + the analytic

@@ -75,7 +75,7 @@ CLI::Option* add_real_option(CLI::App* app, const std::string& name, T& value, s
   return app->add_option(name, value, help)->check(number_range(name, lo, hi, false));
 }
 
-// The common ranges (documented in --help and README's CLI section).
+// The common ranges (documented in --help and docs/cli.md).
 inline constexpr long double max_seed = 18446744073709551615.0L;  // 2^64 - 1
 inline constexpr long double max_devices = 65536;
 inline constexpr long double max_task_count = 1'000'000;

@@ -1,35 +1,25 @@
 #pragma once
-// plan_report: what a user acts on after planning (issue 24, "Output a user
-// acts on"), in the spirit of TorchRec's planner stats: per device its memory
-// used and free and its cost as the cost model prices the plan; the critical
-// path; how unbalanced cost and memory are; the pieces that drive the
-// bottleneck device; and per table its sharding, devices and cost.
-//
+// plan_report: what a user acts on after planning, in the spirit of TorchRec's
+// planner stats: per device its memory used and free and its cost as the
+// cost model prices the plan; the critical path; how unbalanced cost and
+// memory are; the pieces that drive the bottleneck device; and per table its
+// sharding, devices and cost.
 // Figures, and where they come from:
 //  - memory: the storage accounting of validate() and memory_capacity
-//    (placement_state, shard_bytes: the HBM of each shard by its table's
-//    memory tier, core/plan.hpp); host DRAM from shard_dram_bytes (the weights
-//    and optimizer state of uvm_caching and host tables; 0 in hbm), its
-//    capacity device_spec::dram_bytes where set (0: not limited, no free).
+//    (placement_state, shard_bytes by memory tier, core/plan.hpp); host DRAM
+//    from shard_dram_bytes, its capacity device_spec::dram_bytes where set.
 //  - device cost: a plan_cost (evaluate(), or a meter's own); its max is the
 //    plan's cost.
-//  - the critical path, as evaluate() prices a step (NeuroShard §3.3): each
-//    device starts its forward all-to-all after its compute and backward
-//    all-to-all, and the collective ends for no device before the last one
-//    has started it. So the step runs through the device that starts last,
-//    the bottleneck (the largest compute + backward comm), and ends on the
-//    device that finishes last (the largest total, the plan's cost), whose
-//    forward comm includes the wait for the bottleneck. Under the analytic
-//    model a device's total is the bottleneck's start plus its own forward
-//    transfer, so the plan's cost is the bottleneck's compute + backward comm
-//    plus the largest transfer: the bottleneck's pieces (their compute) and
-//    the devices' columns (the transfers) are what a better plan changes.
-//  - imbalance of values x_0..x_{n-1} over the devices, mean m, max M:
-//    max_over_mean = M / m (1: balanced; n: one device carries everything)
-//    and cv = population standard deviation / m, the coefficient of variation
-//    (0: balanced; sqrt(n - 1): one device carries everything), a normalised
-//    measure that sees every device, not only the largest. Both are 1 and 0
-//    where every value is 0.
+//  - the critical path, as evaluate() prices a step (NeuroShard §3.3): the
+//    step runs through the bottleneck, the device that starts its forward
+//    all-to-all last (the largest compute + backward comm), since the
+//    collective ends for no device before the last has started it, and ends
+//    on the device that finishes last (the largest total, the plan's cost).
+//  - imbalance of values over the devices, mean m, max M: max_over_mean =
+//    M / m (1: balanced; n: one device carries everything) and cv =
+//    population standard deviation / m (0: balanced; sqrt(n - 1): one device
+//    carries everything). Both are 1 and 0 where every value is 0.
+// Design notes: docs/design/plan-report.md.
 
 #include <algorithm>
 #include <cmath>
@@ -62,7 +52,7 @@ struct imbalance {
   friend bool operator==(const imbalance&, const imbalance&) = default;
 };
 
-// The imbalance of `values` (one per device; see the header comment).
+// The imbalance of `values` (one per device; docs/design/plan-report.md).
 inline imbalance imbalance_of(std::span<const double> values) noexcept {
   imbalance out;
   if (values.empty()) return out;
@@ -132,7 +122,7 @@ struct plan_report {
   std::vector<device_report> devices{};  // by device index
   std::vector<piece_report> pieces{};    // by shard index (plan order)
   std::vector<table_report> tables{};    // by table index
-  // The critical path (see the header comment), the lowest index among
+  // The critical path (docs/design/plan-report.md), the lowest index among
   // equals: the device that starts its forward all-to-all last, at
   // bottleneck_start_ms (its compute + backward comm), and the device that
   // finishes last, at cost_ms (its total, the plan's cost).

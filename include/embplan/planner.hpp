@@ -1,16 +1,17 @@
 #pragma once
 // planner<CostModel, Searcher, Constraint, Reward, Meter>: the composition of
-// the four policies (DESIGN.md, "The policies"). Thin public entry: it
+// the four policies (docs/design.md, "The four policies"). Thin public entry: it
 // validates the task, runs the searcher, holds the returned plan to the
 // policies' contract and prices it. A planner is a const-callable value: no
 // mutable state, so one instance may serve several threads; the seed is the
 // only source of chance.
 //
-// The contract a returned plan is held to (DESIGN.md, "Principles"):
+// The contract a returned plan is held to (docs/design.md, "Principles"):
 //  - it covers every table exactly once (a searcher that breaks coverage is a
 //    bug: embplan::error is thrown);
 //  - the Constraint admits it: the planner replays the plan's shards, in plan
-//    order, through Constraint::admits; a plan it refuses is not ok, and the
+//    order, through Constraint::admits, keeping the per-table record whatever
+//    the constraint promises (reads_table_record); a plan it refuses is not ok, and the
 //    failure names the searcher, the rule and the shard ("searcher 'x'
 //    violated memory capacity at shard 3 ...");
 //  - every device holds it in memory: HBM, and host DRAM where limited.

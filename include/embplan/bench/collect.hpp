@@ -12,8 +12,8 @@
 // Sample i is drawn from rng(derive_seed(seed, i)) alone, so any process can
 // make any sample: ranks split the ids, a resumed run skips the ids on file.
 //
-// Records are JSON lines (one object per sample), documented in README
-// "Cost data": compute records carry tables, dims and forward/backward/total
+// Records are JSON lines (one object per sample), documented in
+// docs/measuring.md ("Cost data"): compute records carry tables, dims and forward/backward/total
 // ms; comm records carry the placement, dim sums, start times and per-device
 // forward/backward ms. Every record names its meter and batch size.
 #include <algorithm>

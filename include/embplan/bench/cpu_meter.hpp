@@ -1,14 +1,15 @@
 #pragma once
-// The CPU meter (DESIGN.md, "Measuring a planner"): a device's shard — any set
-// of tables and column/row pieces — runs as one fused TBE embedding bag
+// The CPU meter (docs/measuring.md, "Meters"): a device's shard — any set of
+// tables and column/row pieces — runs as one fused TBE embedding bag
 // (kernel/embedding_bag.hpp) on index traces generated from the tables'
 // statistics (data/trace.hpp), timed under AutoShard's protocol
 // (bench/protocol.hpp): forward, backward (exact SGD) and forward + backward,
 // each measured separately.
 //
 // Where it differs from the papers' GPU meter, on purpose and said so:
-//  - batch: a CPU runs B = 65,536 bags of a 10-table shard in about a second,
-//    so the meter runs `batch_size` bags (4,096 by default) and scales the
+//  - batch: a CPU runs B = 65,536 bags of a 10-table shard far more slowly
+//    than a GPU (docs/design/meters.md), so the meter runs `batch_size` bags
+//    (4,096 by default) and scales the
 //    times by task batch / meter batch when it prices a plan (cpu_meter_cost);
 //    the raw times at the meter's batch are what collection records;
 //  - rows: a shard's weights are materialised, so tables are shrunk to fit
@@ -61,8 +62,9 @@ struct meter_options {
   // pair; NeuroShard's data needs the parts). Off: only `total` is measured.
   bool separate = true;
   // Also time forward + backward in one run (shard_measurement::total). Off
-  // with `separate` on: only the parts are measured (a third less time);
-  // cpu_meter_cost, which prices the parts, turns it off.
+  // with `separate` on: only the parts are measured (less time:
+  // docs/design/meters.md); cpu_meter_cost, which prices the parts, turns it
+  // off.
   bool together = true;
   meter_clock clock = meter_clock::wall;
   // The protocol is run `repeats` times on the same inputs and the run whose
@@ -350,9 +352,9 @@ class shard_meter {
     // line of touched zeros past the last row: a dim that is not a multiple
     // of the vector width is read with masked loads whose masked-off lanes
     // reach past the row, and where that is a page never touched the CPU
-    // suppresses the fault with a microcode assist on every lookup (a 1-row
-    // table last in a shard, read 44 times per bag, measured 40x slow:
-    // README, "Measured plan quality").
+    // suppresses the fault with a microcode assist on every lookup (a tiny
+    // table last in a shard then runs many times slower:
+    // docs/design/meters.md, docs/measuring.md "Measured plan quality").
     weights.assign(
         static_cast<std::size_t>(layout.total_weights()) + kernel::slack_elements<Weight>,
         Weight{});

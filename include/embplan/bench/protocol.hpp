@@ -5,8 +5,9 @@
 //   last-level cache (Alg. 2, line 2), then times one run (lines 3-5);
 //   B runs are measured, the K highest and K lowest dropped, the mean of the
 //   rest returned (Alg. 3, lines 6-10).
-// The paper leaves W, B and K unnamed; the defaults below are ours (chosen so
-// the CPU meter repeats within 5 %; see README "Measuring").
+// The paper leaves W, B and K unnamed; the defaults below are ours, chosen so
+// that the CPU meter's figures repeat closely (docs/design/meters.md;
+// docs/measuring.md).
 //
 // A Timer has start() and stop_ms() (stop_ms returns the elapsed milliseconds
 // since start). steady_timer is the CPU one; bench/cuda_timer.cuh has

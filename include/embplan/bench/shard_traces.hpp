@@ -5,8 +5,8 @@
 // from. Two plans of a task are then timed on the same lookups: their ratio
 // carries no trace-sampling noise, and the meter stops drawing the same
 // table's trace again for every plan (at the papers' batch of 65,536 a
-// 40-table task is ~50M lookups, a second of one core per plan — more than a
-// GPU takes to time the plan).
+// 40-table task is ~50M lookups: drawing them takes a core longer than a GPU
+// takes to time the plan; docs/design/meters.md).
 //
 // The trace of table i is data::generate_trace(piece, {batch, derive_seed(seed,
 // i)}), the piece being core/plan.hpp's piece_table: a column piece has the

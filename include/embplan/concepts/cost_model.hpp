@@ -1,5 +1,5 @@
 #pragma once
-// The CostModel contract (DESIGN.md, "The policies"). A cost model answers
+// The CostModel contract (docs/design.md, "The four policies"). A cost model answers
 // three questions, all in milliseconds:
 //  - shard_cost(task, shard): a scalar for one piece, used to order and to
 //    balance additive loads (the papers' greedy baselines sort by it);

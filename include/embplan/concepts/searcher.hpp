@@ -51,7 +51,7 @@ concept searcher_for = cost_model<M> && constraint<C> && reward<R> && std::copy_
 // that never compares complete plans declares false (sorted_greedy,
 // random_placement): the reward never changes its plan. A wrapper that only
 // hands the reward on declares its inner searcher's value
-// (rowwise::split_oversized; with its run-time rows_by_cost on, it also
+// (stage::split_oversized; with its run-time rows_by_cost on, it also
 // keeps the better of two plans by the reward, which the trait cannot say).
 // Every searcher of the library declares it; a searcher without the member
 // counts as one that does not use the reward.

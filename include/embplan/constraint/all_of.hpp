@@ -145,7 +145,7 @@ all_of(Cs...) -> all_of<Cs...>;
 // The papers' constraint (memory capacity, columns a multiple of 4)...
 using paper_constraint = all_of<memory_capacity, dim_multiple>;
 // ... and what every preset plans under: the same, with the user's per-table
-// rules (issue 24). A default-constructed one carries empty table_rules, which
+// rules. A default-constructed one carries empty table_rules, which
 // admit everything after one pointer test: the papers' planners are unchanged.
 //   default_constraint rule{memory_capacity{}, dim_multiple{}, table_rules(t, c)};
 using default_constraint = all_of<memory_capacity, dim_multiple, table_rules>;

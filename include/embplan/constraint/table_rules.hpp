@@ -1,44 +1,20 @@
 #pragma once
-// table_rules: the user's per-table constraints (issue 24, "User constraints"),
-// a run-time value built from user_constraints against one task:
-//   devices / hosts  the devices a table's pieces may go to (one device:
-//                    pinned; a host: its devices_per_host consecutive devices)
-//   sharding         the kinds of piece a table may be placed as: table_wise
-//                    (the whole table), column_wise (all rows, some columns),
-//                    row_wise (some rows, or a hot-row replica), data_parallel
-//                    (a whole copy on every device, shard::data_parallel); a
-//                    grid piece (some rows and some columns) needs both
-//                    row_wise and column_wise
-//   max_shards       at most this many pieces of the table (replicas count)
-//   min_shards       at least this many pieces: not a test of one piece but of
-//                    a plan; min_shards(table) tells a searcher's stage
-//                    (rowwise::split_oversized) to cut the table into that many
-//                    column blocks first, and check_plan counts the pieces
-//   dtype            the table's weights are stored as this dtype (fp32,
-//                    fp16, int8): not a test of pieces but of the task, which
-//                    apply_table_rules() rewrites before planning, so that memory
-//                    and costs are the dtype's; the rules refuse a task whose
-//                    table has another dtype (apply_table_rules was forgotten)
-//   tier, load_factor  the table's memory tier, applied and checked as dtype is
-//   colocate         groups whose tables' pieces all go to one device: the
-//                    first piece placed decides, the others must follow it
-//   separate         anti-affinity groups: no two of the group's tables share
-//                    a device
-// Every rule is checked by admits() for each piece a searcher proposes, from
-// the placement_state's per-table records (table_placement); planner replays
-// the finished plan through it, so no plan that breaks a rule leaves a planner.
-// Where a record cannot tell (pieces of a table moved away by a local search),
-// the rule refuses rather than guesses. Hosts are only
-// topology::devices_per_host consecutive devices.
-// Validated at construction: unknown tables, devices or hosts, a table ruled
-// twice, groups of fewer than two tables, a table in two co-location groups,
-// co-located tables with no allowed device in common (pinned to two devices),
-// two tables both co-located and kept apart, more tables kept apart than there
-// are devices -> embplan::error naming the field, the value and what was
-// expected. Immutable after construction and shared between copies, so a
-// planner holding it stays callable from several threads. A default-constructed
-// table_rules is empty: admits() is then one pointer test (default_constraint
-// carries one, so every preset can honour user rules).
+// table_rules: the user's per-table constraints, a run-time value built from
+// user_constraints against one task: devices / hosts a table's pieces may go
+// to, the sharding kinds a table may be placed as, max_shards and min_shards,
+// dtype and tier (applied to the task by apply_table_rules before planning),
+// colocate groups (all pieces on one device) and separate groups (no two
+// tables of a group on one device).
+// Invariants: admits() checks every rule for each piece a searcher proposes,
+// from placement_state's per-table record (reads_table_record() says so when
+// any rule is given); where the record cannot tell (pieces moved away by a
+// local search) it refuses rather than guesses; min_shards is a rule of the
+// plan, counted by check_plan and cut for by the stage. Validated at
+// construction (unknown tables, devices or hosts, contradictory groups: an
+// embplan::error naming field, value and expectation); immutable and shared
+// between copies, so planners stay callable from several threads; an empty
+// table_rules costs admits() one pointer test.
+// Design notes: docs/design/constraints.md.
 
 #include <algorithm>
 #include <cstddef>
@@ -228,7 +204,7 @@ class table_rules {
   }
 
   // The least number of pieces table `table` must be placed as (min_shards;
-  // 0 where none is ruled). A searcher's stage (rowwise::split_oversized)
+  // 0 where none is ruled). A searcher's stage (stage::split_oversized)
   // cuts such a table into that many column blocks before the searcher runs.
   std::uint32_t min_shards(std::size_t table) const noexcept {
     if (data_ == nullptr || table >= data_->tables) return 0;

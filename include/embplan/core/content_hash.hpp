@@ -1,34 +1,23 @@
 #pragma once
 // The content hash of what was planned: the task, the planner's name and the
-// seed (issue 24, "a plan carries a content hash ... so two machines can check
-// they planned the same thing"). It is FNV-1a 64 over an explicit canonical
-// byte string, so it is the same on every run, platform and compiler (never
-// std::hash, whose values the standard leaves to the implementation).
-//
+// seed, so that two machines can check they planned the same thing. It is
+// FNV-1a 64 over an explicit canonical byte string, so it is the same on
+// every run, platform and compiler (never std::hash, whose values the
+// standard leaves to the implementation).
 // The canonical bytes, version 1 (a change to them changes every hash, and the
-// golden value in test/core/content_hash_test.cpp says so):
-//   str("embplan.content_hash.v1")
-//   u64(tables); per table: str(name) i64(rows) i32(dim) f64(pooling_factor)
-//                           17 x f64(reuse bin) u8(weight_dtype)
-//                           and, only for a table off hbm (so hashes from
-//                           before tiers stay), u8(tier) f64(load_factor)
-//   u64(devices); per device: str(name) u64(memory_bytes)
-//                             f64(memory_bandwidth_gbps) f64(cache_bandwidth_gbps)
-//                             u64(cache_bytes)
-//                             and, only for a device with a host DRAM
-//                             capacity (so hashes from before it stay),
-//                             u64(dram_bytes)
-//   i32(devices_per_host) f64(intra_host_bandwidth_gbps)
-//   f64(inter_host_bandwidth_gbps) f64(collective_latency_ms)
-//   i64(batch_size) u8(optimizer_state)
-//   str(planner) u64(seed)
-// where integers are fixed-width little-endian (two's complement), f64 is the
-// IEEE-754 binary64 bit pattern as a u64 (-0.0 written as +0.0: they compare
-// equal), str is u64(length in bytes) then the bytes, and enums are their
-// underlying values. The task's own name is a label and is left out: renaming
-// a task does not change what is planned. The library version is not hashed
-// but recorded beside the hash (plan_provenance), so that a check can tell "a
-// different task" from "another version of embplan".
+// golden value in test/core/content_hash_test.cpp says so): a version tag,
+// then every table's name, shape, pooling factor, reuse bins and dtype (and
+// tier and load factor only for a table off hbm, so hashes from before tiers
+// stay), every device's name, memory, bandwidths and cache (and host DRAM only
+// where set), the topology's links and latency, the batch size, the optimizer
+// state, the planner and the seed; integers fixed-width little-endian, f64 as
+// its IEEE-754 bit pattern (-0.0 written as +0.0), strings length-prefixed,
+// enums their underlying values (content_hash below writes them in order;
+// docs/design/plan-report.md lists them).
+// The task's own name is a label and is left out: renaming a task does not
+// change what is planned. The library version is not hashed but recorded
+// beside the hash (plan_provenance), so that a check can tell "a different
+// task" from "another version of embplan".
 
 #include <bit>
 #include <cstddef>
@@ -76,7 +65,8 @@ class canonical_hasher {
 
 inline constexpr std::string_view content_hash_format = "embplan.content_hash.v1";
 
-// The hash of (t, planner, seed) as the header comment defines it.
+// The hash of (t, planner, seed) as the header comment (and
+// docs/design/plan-report.md) defines it.
 inline std::uint64_t content_hash(const task& t, std::string_view planner, std::uint64_t seed) {
   detail::canonical_hasher h;
   h.str(content_hash_format);

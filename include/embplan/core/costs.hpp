@@ -1,7 +1,7 @@
 #pragma once
-// Cost records, all in milliseconds (DESIGN.md, "Measuring a planner"): a plan
-// costs the max over devices of forward + backward compute + forward +
-// backward communication; its degree of balance is min / max compute (AutoShard §5.1).
+// Cost records, all in milliseconds (docs/pricing.md): a plan costs the max
+// over devices of forward + backward compute + forward + backward
+// communication; its degree of balance is min / max compute (AutoShard §5.1).
 
 #include <algorithm>
 #include <cstdint>

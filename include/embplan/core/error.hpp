@@ -1,7 +1,8 @@
 #pragma once
 // embplan::error — the one exception type of the library. Every message names
 // the field, the value that was seen and what was expected, so a user can fix
-// the input without reading the source (DESIGN.md, "Errors").
+// the input without reading the source (docs/design.md, "Errors and exit
+// codes").
 
 #include <concepts>
 #include <cstddef>

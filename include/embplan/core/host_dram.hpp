@@ -1,7 +1,7 @@
 #pragma once
-// Host DRAM capacity (device_spec::dram_bytes; issue 24, memory tiers): the
-// tables in uvm_caching and host keep their weights and optimizer state in
-// host DRAM (shard_dram_bytes, core/plan.hpp). A capacity of 0 is "not
+// Host DRAM capacity (device_spec::dram_bytes; memory tiers): the tables in
+// uvm_caching and host keep their weights and optimizer state in host DRAM
+// (shard_dram_bytes, core/plan.hpp). A capacity of 0 is "not
 // limited"; these helpers say so once for validation, the memory constraint,
 // choose_tiers and the report.
 

@@ -1,8 +1,8 @@
 #pragma once
-// table_spec: what the planner knows about one embedding table (DESIGN.md,
-// "The data model"). The reuse histogram has NeuroShard's 17 bins (bin_0 ..
-// bin_16): the fraction of *unique* indices of a batch whose occurrence count
-// falls in (0,1], (1,2], (2,4], ..., (16384,32768], (32768,inf).
+// table_spec: what the planner knows about one embedding table
+// (docs/design.md, "The data model"). The reuse histogram has NeuroShard's 17
+// bins (bin_0 .. bin_16): the fraction of *unique* indices of a batch whose
+// occurrence count falls in (0,1], (1,2], (2,4], ..., (16384,32768], (32768,inf).
 
 #include <array>
 #include <cmath>
@@ -91,8 +91,9 @@ struct table_spec {
   double pooling_factor = 0.0;  // mean lookups per bag
   reuse_histogram reuse_hist{};
   dtype weight_dtype = dtype::fp32;
-  // Where the table's rows live (issue 24, memory tiers); every shard of the
-  // table is in this tier. hbm unless a task or a constraint says otherwise.
+  // Where the table's rows live (memory tiers, docs/sharding.md); every shard
+  // of the table is in this tier. hbm unless a task or a constraint says
+  // otherwise.
   tier_placement placement{};
 
   friend bool operator==(const table_spec&, const table_spec&) = default;

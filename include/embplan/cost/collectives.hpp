@@ -1,6 +1,6 @@
 #pragma once
 // Collectives a plan's sharding types add beyond the pooled all-to-all that
-// CostModel::communication prices (issue 24, sharding types): the gradient
+// CostModel::communication prices (docs/sharding.md): the gradient
 // all-reduce of data-parallel tables. Priced from the topology alone, whatever
 // the cost model: no learned model has been trained on it, and its volume is
 // the tables' bytes, not their pooled columns.
@@ -54,7 +54,7 @@ inline double all_reduce_ms(const topology& topo, std::uint64_t bytes) noexcept 
 // all-to-all, forward and backward, once the columns are balanced: every other
 // device receives its share of the batch, (batch / D) x 4 bytes, over the link
 // class most peers sit behind (inter-host when there are several hosts). The
-// data-parallel choice (rowwise/split.hpp) weighs a table-wise table's columns
+// data-parallel choice (stage/split_oversized.hpp) weighs a table-wise table's columns
 // with it.
 inline double all_to_all_column_ms(const topology& topo, std::int64_t batch) noexcept {
   const std::size_t n = topo.size();
@@ -89,10 +89,10 @@ inline double data_parallel_all_reduce_ms(const task& t, const plan& p) {
   return all_reduce_ms(t.cluster, data_parallel_bytes(t, p));
 }
 
-// Table-row-wise traffic (TorchRec's table_row_wise; issue 24, sharding
-// types). A column range of a table cut by rows into pieces on k >= 2
-// devices of one host, in a cluster of several hosts, is reduced inside the
-// host before it crosses the network: its pieces' partial pooled sums
+// Table-row-wise traffic (TorchRec's table_row_wise; docs/sharding.md). A
+// column range of a table cut by rows into pieces on k >= 2 devices of one
+// host, in a cluster of several hosts, is reduced inside the host before it
+// crosses the network: its pieces' partial pooled sums
 // (batch x w fp32 values for a range of w columns) are reduce-scattered over
 // the intra-host link, each of the k devices sending (k - 1) / k of them,
 // and each device then sends 1/k of the range's columns (w split into k

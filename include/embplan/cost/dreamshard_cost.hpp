@@ -2,34 +2,23 @@
 // dreamshard_cost: DreamShard's cost network (NeurIPS'22 §3.2 "Cost network",
 // Fig. 4 left; nn/dreamshard_cost_net.hpp) as a cost_model, and the files that
 // hold a trained DreamShard model (both networks, one safetensors file).
-//
-// Features. DreamShard feeds its networks the 21 features of cost/features.hpp
-// (embplan21 order: dim, rows, pooling factor, size, bin_0 .. bin_16) with
-// rows, pooling factor and size z-scored over the tables of the task (the
-// authors' utils.load_table_configs_features_sizes: mean and population std in
-// float64, size = rows x dim elements, then float32). So a table's features
-// depend on the task it is in: dreamshard_task_features(t) computes them all.
-// Where the authors divide 0 by 0 (every table of the task equal in that
-// feature, or one table), the column is 0 here, not NaN.
-//
-// Heads. Per device: forward, communication and backward costs of the fused
-// group of tables; per placement: the overall head over the max of the device
-// representations. The communication head is trained on the device's
-// BACKWARD all-to-all (the authors' collect_data: communication_y =
-// latency[:, 2]; rl::cost_model_meter says why the forward one is left out),
-// the overall head on the plan's full cost. An empty device is one all-zero
-// feature row, as the authors' Env / Buffer feed it (its heads are not 0).
-//
+// Features: the 21 of cost/features.hpp (embplan21 order) with rows, pooling
+// factor and size z-scored over the tables of the task, as the authors' code
+// does, so a table's features depend on its task (dreamshard_task_features);
+// where the authors divide 0 by 0 the column is 0 here, not NaN.
+// Heads: per device forward, communication (trained on the device's BACKWARD
+// all-to-all, as the authors' collect_data) and backward costs of its fused
+// group of tables; per placement the overall head. An empty device is one
+// all-zero feature row (its heads are not 0).
 // As a cost_model: compute() = {forward head, backward head + communication
-// head}; communication() is all zeros. The contract's communication() sees only
-// the devices' column sums, not their tables, so DreamShard's per-device
-// communication head is charged to the device's backward part; a plan's
-// max_ms() under evaluate() is then max over devices of the three heads' sum,
-// which leaves out the forward all-to-all: price a plan with overall_ms().
-// The overall head (DreamShard's reward) is overall_ms(). shard_cost() is the
-// single-table cost fwd + comm + bwd the authors sort tables by (Env.reset).
+// head}; communication() is all zeros (the contract's communication() sees
+// only column sums, not tables). So evaluate()'s max_ms() leaves out the
+// forward all-to-all: price a plan with overall_ms(), the overall head
+// (DreamShard's reward). shard_cost() is the single-table fwd + comm + bwd the
+// authors sort tables by (Env.reset).
 // Units: milliseconds of the meter it was trained on (metadata().meter); an
 // untrained model predicts nothing meaningful.
+// Design notes: docs/design/dreamshard.md.
 #include <Eigen/Core>
 
 #include <cmath>

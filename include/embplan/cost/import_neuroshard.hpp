@@ -1,30 +1,22 @@
 #pragma once
 // Import of raw PyTorch checkpoints of NeuroShard's cost models (MLSys'23
 // §3.2, App. C):
-//
-// import_neuroshard: ComputeCostNet (neuroshard/compute_cost_model.py) as a
-// neural_cost. A safetensors file holding only the state_dict —
-// t_hidden.{k}.weight/bias, c_hidden.{k}.weight/bias (tools/export_state_dict.py
-// writes one from the .pt file) — and, when exported from
-// ComputeCostModel.save()'s dict, feature_means / feature_stds. The feature
-// set is neuroshard20 (cost/features.hpp): NeuroShard's table_configs keys in
-// string order, no size feature.
-//
-// import_neuroshard_comm: the forward and backward CommCostNet
-// (neuroshard/comm_cost_model.py; hidden.{k}.weight/bias, with or without
-// feature_means / feature_stds) as a neural_comm. NeuroShard's simulator feeds
-// the backward net the per-device dim sums and the forward net the dim sums
-// followed by the "sleep times" (compute + backward comm minus their
-// minimum): the same rows as neural_comm's (dim sums, start skews), so the
-// networks are used unchanged. The device count is read from the backward
-// net's input width.
-//
+//  - import_neuroshard: ComputeCostNet (neuroshard/compute_cost_model.py) as a
+//    neural_cost, from a safetensors file of its state_dict (t_hidden.{k},
+//    c_hidden.{k}; tools/export_state_dict.py writes one from the .pt file)
+//    and, where exported from ComputeCostModel.save()'s dict, feature_means /
+//    feature_stds; feature set neuroshard20 (cost/features.hpp);
+//  - import_neuroshard_comm: the forward and backward CommCostNet
+//    (neuroshard/comm_cost_model.py; hidden.{k}) as a neural_comm, whose rows
+//    (dim sums, start skews) are those NeuroShard's simulator feeds them; the
+//    device count is read from the backward net's input width.
 // No embplan metadata in either: the caller says what the files cannot — the
 // feature normalisation (unless a file holds it), the meter and the batch size
 // the training data were measured at. The layer sizes are read from the
 // tensor shapes; a file that is not that network (a missing or extra tensor,
 // a shape that breaks the chain, another input width) is refused with the
 // tensor named.
+// Design notes: docs/design/learned-cost-models.md.
 #include <Eigen/Core>
 
 #include <cstdint>

@@ -5,35 +5,22 @@
 //   backward  [dim_sum_0 .. dim_sum_{D-1}]                        -> per-device ms
 // each an MLP 128-64-32-16 with one output per device (nn::comm_cost_net,
 // PyTorch names `hidden.{k}`, features normalised with stored statistics),
-// evaluated through an inference snapshot of each (nn::packed_comm_cost_net,
-// built once per model: the packed kernels, the same floats on every kernel).
-// skew_d = start_d - min(start): NeuroShard's simulator feeds the "sleep
-// times" (compute + backward comm minus their minimum), so only differences
-// of start times matter.
-//
-// A model knows one device count; a task on another count is refused (the
-// network has one input per device). The bytes a device sends are batch x
-// dim, so a task at another batch size is priced as the dim sums that move
-// the same bytes at the measured batch (dim_sum x task batch / model batch).
-// A prediction below zero (an MLP can undershoot) is clamped to 0, unless a
+// evaluated through an inference snapshot of each (nn::packed_comm_cost_net).
+// skew_d = start_d - min(start), as NeuroShard's simulator's "sleep times".
+// A model knows one device count; a task on another count is refused. A task
+// at another batch size is priced as the dim sums that move the same bytes
+// at the measured batch. A prediction below zero is clamped to 0, unless a
 // caller of the one-network methods asks for the raw output (clamp = false;
 // NeuroShard's simulator uses the raw predictions).
-//
-// communication() runs both networks; backward_communication() and
-// forward_communication() run one each (the split_communication refinement,
-// concepts/cost_model.hpp), for a pricer that needs the backward figures of a
-// plan before its forward skews are known (search/detail/plan_pricer.hpp).
-// Each gives, bit for bit, its half of communication()'s figures: all three
-// run the same feature code and the same packed network. The
-// normalisation is not folded into the first layer's weights: (W / std) x +
-// (b - W mean / std) rounds differently from W ((x - mean) / std) + b (on the
-// bundled 4-device forward net, 48 % of 40,000 outputs of random inputs
-// differed, by up to 5e-7 relative), and plans must not change.
-//
+// Invariant: backward_communication() and forward_communication() (the
+// split_communication refinement, concepts/cost_model.hpp) each give, bit for
+// bit, their half of communication()'s figures; the normalisation is not
+// folded into the first layer's weights, since that would round differently
+// and plans must not change.
 // Files: one safetensors holding both networks under "forward." and
-// "backward." (forward.hidden.0.weight, ..., forward.feature_means, ...) and
-// string metadata: embplan.kind = "comm_cost_net", devices, meter, batch size,
-// what it was trained on, the MLP sizes; other keys (metrics) kept verbatim.
+// "backward." and string metadata (embplan.kind = "comm_cost_net", devices,
+// meter, batch size, the MLP sizes; other keys kept verbatim).
+// Design notes: docs/design/learned-cost-models.md.
 #include <Eigen/Core>
 
 #include <algorithm>

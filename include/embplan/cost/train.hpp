@@ -38,7 +38,8 @@
 
 namespace embplan::inline EMBPLAN_ABI::cost {
 
-// One compute record of `embplan collect compute` (README "Cost data").
+// One compute record of `embplan collect compute` (docs/measuring.md, cost
+// data).
 struct compute_record {
   std::int64_t id = 0;
   std::vector<std::size_t> tables;  // pool indices
@@ -94,9 +95,10 @@ inline std::vector<compute_record> read_compute_records(const std::filesystem::p
 // timed in one run (`total_ms`, NeuroShard's target and the default), or the
 // sum of the two timed apart (`forward_ms + backward_ms`), which is what the
 // meters' cost models price a device with (bench::cpu_meter_cost and the GPU
-// meter's: separate on, together off). On the CPU meter the two differ by
-// 3-14 % per shard (the backward finds the forward's rows in cache when they
-// run together); on the GPU meter by under 1.5 %.
+// meter's: separate on, together off). On the CPU meter the two differ
+// noticeably (the backward finds the forward's rows in cache when they run
+// together); on the GPU meter they nearly agree
+// (docs/design/learned-cost-models.md).
 enum class train_target : std::uint8_t { total, parts };
 // The loss: NeuroShard's mean squared error in ms², which lets the largest
 // shards decide, or the mean squared *relative* error ((p - y) / y)², which

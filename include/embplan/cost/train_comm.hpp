@@ -41,7 +41,7 @@
 
 namespace embplan::inline EMBPLAN_ABI::cost {
 
-// One record of `embplan collect comm` (README "Cost data").
+// One record of `embplan collect comm` (docs/measuring.md, cost data).
 struct comm_record {
   std::int64_t id = 0;
   std::vector<std::int64_t> dim_sum;  // per device

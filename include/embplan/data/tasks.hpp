@@ -1,37 +1,25 @@
 #pragma once
-// The papers' task protocols: sharding tasks drawn from a table pool by seed
-// (DESIGN.md, "Task protocols").
+// The papers' task protocols: sharding tasks drawn from a table pool by seed.
 //   - neuroshard (NeuroShard §4 "Datasets", App. D Table 5, tools/gen_tasks.py):
-//     T uniform in [2.5 D, 15 D] (10-60 tables on 4 GPUs, 20-120 on 8), tables
-//     drawn WITH replacement, each dim uniform in {max_dim, max_dim/2, ..., 4},
-//     4 GB per GPU, a draw whose fp32 size exceeds D x memory - 1 GiB redrawn
-//     (gen_tasks' --max_mem 15 for 4 x 4 GB); 100 tasks. Unlike gen_tasks.py,
-//     which keeps T and redraws only tables and dims, the whole task is
-//     redrawn, T included: with the published mean hash size (4.1M rows) a
-//     60-table task with dims up to 128 averages ~41 GB and essentially never
-//     fits 15 GiB, so keeping T would not terminate. Where the rule binds
-//     (large max_dim), large T are therefore rarer than uniform.
-//   - dreamshard (DreamShard §4.1, tools/gen_tasks.py): the pool split into two
-//     disjoint halves by a seeded shuffle; tasks DLRM-T (D) of T tables drawn
-//     WITHOUT replacement from one half; dim 16 for every table (the DLRM
-//     dataset "only has a fixed dimension"; gen_dlrm_data.py --dim 16);
-//     T = 12.5 D by default (DLRM-50 (4), the paper's running example;
-//     DLRM-100 (8)); 50 tasks per half.
-//   - autoshard (AutoShard §5.1, App. A.3): T = 10 D tables ("devices = 1/10
-//     of the tables": 80 tables on 8 devices) drawn WITHOUT replacement; dims
-//     uniform in {4, 8, 16, 32} capped by max_dim (the paper's set did not
-//     survive in our copy of the text; "we purposely make the dimensions
-//     small"); fp16 weights (A.3); 100 tasks (90 train + 10 test in §5.2).
+//     T uniform in [2.5 D, 15 D], tables drawn WITH replacement, each dim
+//     uniform in {max_dim, max_dim/2, ..., 4}, 4 GB per GPU, a task whose
+//     fp32 size exceeds D x memory - 1 GiB redrawn whole (T included, unlike
+//     gen_tasks.py, which would not terminate with the published hash sizes);
+//     100 tasks.
+//   - dreamshard (DreamShard §4.1): the pool split into two disjoint halves
+//     by a seeded shuffle; tasks DLRM-T (D) of T tables drawn WITHOUT
+//     replacement from one half; dim 16 for every table; T = 12.5 D by
+//     default; 50 tasks per half.
+//   - autoshard (AutoShard §5.1, App. A.3): T = 10 D tables drawn WITHOUT
+//     replacement; dims uniform in {4, 8, 16, 32} capped by max_dim; fp16
+//     weights; 100 tasks.
 // For dreamshard and autoshard, a draw larger than the cluster's total memory
-// is redrawn too: on the papers' GPUs (11 GB, 10 GB) those tasks always fit,
-// with 4 GiB devices a rare draw would not, and a task no plan can hold tests
-// nothing. Task i depends only on (options, i): asking for more tasks keeps
-// the first ones.
+// is redrawn too. Invariant: task i depends only on (options, i), so asking
+// for more tasks keeps the first ones.
 // unseen_share (AutoShard §5.5 "transfer to unseen tables"): of a task's T
-// tables, round(share x T) (half away from zero: 0.5 x 5 -> 3) come from the
-// test half of the split and the rest from the train half, each half drawn
-// as the protocol draws (with or without replacement), the two then shuffled
-// together: tables a policy trained on the train half never saw.
+// tables, round(share x T) come from the test half of the split and the rest
+// from the train half, shuffled together.
+// Design notes: docs/design/task-protocols.md.
 
 #include <algorithm>
 #include <charconv>

@@ -1,6 +1,6 @@
 #pragma once
-// The user's per-table constraints as JSON (issue 24, "User constraints"; the
-// file `embplan plan --constraints c.json` reads), for one task:
+// The user's per-table constraints as JSON (docs/constraints.md; the file
+// `embplan plan --constraints c.json` reads), for one task:
 //   {"tables": {"t17": {"devices": [3]},                  pinned to device 3
 //               "t4":  {"hosts": [0, 1], "sharding": ["table_wise", "column_wise"],
 //                       "max_shards": 2, "dtype": "fp16"},  stored as fp16

@@ -1,10 +1,10 @@
 #pragma once
-// .npy read / write for index traces and anything else numpy saves
-// (DESIGN.md, "Formats"), into and out of xtensor containers. The header is
-// parsed here, not by a Python-literal library, so that every problem — bad
-// magic, an unknown version, a header or data running past the end of the
-// file, a dtype, byte order, memory order or rank other than the one asked
-// for — is an embplan::error naming the file and the field.
+// .npy read / write for index traces and anything else numpy saves (the
+// embplan::npy component, docs/library.md), into and out of xtensor
+// containers. The header is parsed here, not by a Python-literal library, so
+// that every problem — bad magic, an unknown version, a header or data running
+// past the end of the file, a dtype, byte order, memory order or rank other
+// than the one asked for — is an embplan::error naming the file and the field.
 //
 // Element types: int64, int32, uint16, uint8, float32, float64 ('<i8', '<i4',
 // '<u2', '|u1', '<f4', '<f8'), little-endian as numpy writes them on x86 and

@@ -1,7 +1,7 @@
 #pragma once
 // safetensors read / write, so weights trained in PyTorch load under their
-// state_dict names (DESIGN.md, "Formats"). The format: an 8-byte little-endian
-// header length N, N bytes of JSON
+// state_dict names (docs/learned-models.md, "Weights"). The format: an 8-byte
+// little-endian header length N, N bytes of JSON
 //   {"t_hidden.0.weight": {"dtype": "F32", "shape": [128, 21],
 //                          "data_offsets": [begin, end]}, ...,
 //    "__metadata__": {"key": "value", ...}}

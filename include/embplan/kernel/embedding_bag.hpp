@@ -1,33 +1,22 @@
 #pragma once
 // The fused multi-table embedding bag on the CPU, in FBGEMM's TBE layout
 // (kernel/tbe.hpp): the reference the CUDA kernel is checked against, and the
-// meter of a machine without a GPU (DESIGN.md, "The measuring side").
+// meter of a machine without a GPU (docs/measuring.md, "Kernels").
 // Single-threaded on purpose: the meter times one device by itself, and
 // repeatable timings matter more than cores.
-//
-// Forward, per bag (t, b) and output column d, in fp32:
-//   acc = 0; for each lookup i of the bag, in order:
-//     acc = acc + W[i][d]                  (no per-sample weights)
-//     acc = fma(psw[i], W[i][d], acc)      (per-sample weights)
-//   out[b][d_offsets[t] + d] = acc * index::bag_scale(mode, bag length)
-// fp16 weights are widened exactly (to_float) before the add.
-//
-// Backward (exact SGD), the CUDA design run sequentially: linearise each lookup
-// to index::linear_row(row_offsets[t], row); sort the (linear row, lookup
-// position) pairs with a stable LSD radix sort over index::radix_end_bit
-// (total_rows) bits; run-length-encode into segments, one per unique row; then
-// per segment and column, in fp32:
-//   g = 0; for each lookup j of the segment, in increasing position j:
-//     g = fma(factor_j, grad_output[b_j][d_offsets[t] + d], g)
-//       with factor_j = bag_scale(mode, length of j's bag) * psw[j] (or * 1),
-//       rounded to fp32 once
-//   W[row][d] = fma(-learning_rate, g, W[row][d])     (fp16: computed in fp32
-//                                                      from to_float, then to_half once)
+// Forward, per bag and output column, in fp32: the bag's lookups summed in
+// order (acc + W[i][d], or fma(psw[i], W[i][d], acc) with per-sample
+// weights), then scaled by index::bag_scale; fp16 weights widened exactly.
+// Backward (exact SGD), the CUDA design run sequentially: linearise each
+// lookup's row, stable radix sort of (linear row, position), run-length
+// encode into one segment per unique row, then per segment and column
+// g = fma(factor_j, grad, g) over its lookups in position order and one
+// W = fma(-learning_rate, g, W) (fp16: in fp32, rounded to half once).
 // The CUDA kernel sums each segment in the same order unless it splits a hot
 // segment across thread groups, which reassociates that row's sum.
-//
-// Every instruction-set path (scalar, AVX2+FMA+F16C, AVX-512) performs exactly
-// these operations, so they agree bit for bit.
+// Invariant: every instruction-set path (scalar, AVX2+FMA+F16C, AVX-512)
+// performs exactly these operations, so they agree bit for bit.
+// Design notes, with the exact formulas: docs/design/embedding-bag-kernels.md.
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
@@ -110,16 +99,16 @@ inline std::vector<isa> supported_isas() {
 // Allocates on 64-byte (cache-line) boundaries. Weights held this way start
 // every row on a cache line whenever dim * sizeof(Weight) is a multiple of 64,
 // so a lookup touches as few lines as possible: with std::vector's default
-// 16-byte alignment a dim-16 fp32 row straddles two lines and random lookups
-// run about a third slower. Use it (or any 64-byte aligned storage) for
-// weights that are measured.
+// 16-byte alignment a dim-16 fp32 row straddles two lines, and random lookups
+// run measurably slower (docs/design/embedding-bag-kernels.md). Use it (or
+// any 64-byte aligned storage) for weights that are measured.
 //
 // Blocks of 2 MiB or more are aligned to 2 MiB and, on Linux, advised to the
 // kernel as transparent huge pages (madvise(MADV_HUGEPAGE); Linux's default
 // THP mode "madvise" honours only advised memory). Random lookups into a
-// table of hundreds of MiB otherwise miss the TLB on every row: dim-16 fp32,
-// 8 x 1M rows, forward 10.6 -> 8.7 ms per 524k lookups (bench_embedding_bag).
-// A GPU's large pages give it the same reach. The advice is best effort: the
+// table of hundreds of MiB otherwise miss the TLB on every row (the forward's
+// gain: docs/design/embedding-bag-kernels.md). A GPU's large pages give it
+// the same reach. The advice is best effort: the
 // memory stays valid if the kernel declines it.
 // Weights whose dims are not a multiple of the vector width (16 fp32 lanes
 // with AVX-512, 8 with AVX2) are read with masked loads: the masked-off
@@ -254,7 +243,7 @@ void forward_unchecked(const tbe_layout& layout, std::span<const Weight> weights
 }
 
 // ---------------------------------------------------------------- backward
-// Linearise, sort and run-length-encode one batch (DESIGN.md: linearize ->
+// Linearise, sort and run-length-encode one batch (the CUDA design: linearize ->
 // SortPairs over the needed bits -> RunLengthEncode -> scan), with pairs of type
 // Elem = make(row, position). Leaves sorted_positions, segment_rows,
 // segment_begin and segments in `buf`.
@@ -432,8 +421,9 @@ void embedding_bag_forward(const tbe_layout& layout, std::span<const Weight> wei
 
 // Exact SGD for the forward above, given d(loss)/d(output) (grad_output,
 // [batch_size][total_dim]): every touched row gets all its gradients summed,
-// then one step w -= learning_rate * g (see the top of this file for the
-// order of operations); rows not looked up are left bit-for-bit unchanged.
+// then one step w -= learning_rate * g (docs/design/embedding-bag-kernels.md
+// gives the order of operations); rows not looked up are left bit-for-bit
+// unchanged.
 template <embedding_weight Weight>
 void embedding_bag_backward_sgd(const tbe_layout& layout, std::span<Weight> weights,
                                 const tbe_batch_view& batch, pooling_mode mode,

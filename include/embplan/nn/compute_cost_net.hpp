@@ -11,7 +11,8 @@
 // State names: t_hidden.{k}.weight/bias, c_hidden.{k}.weight/bias (ModuleLists
 // in the PyTorch model), feature_means / feature_stds (NeuroShard saves them
 // beside the state_dict in its checkpoint).
-// The issue-5 cost model wraps this network; here it is only the network.
+// The learned cost model (cost/neural.hpp, neural_cost) wraps this network;
+// here it is only the network.
 //
 // `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 

@@ -22,7 +22,7 @@ namespace embplan::inline EMBPLAN_ABI::nn {
 
 // Bounds on the nets' sizes, far above every model here (widths of at most a
 // few hundred): a size read from a file beyond them is refused before any
-// allocation (DESIGN.md, "Errors": absurd declared sizes).
+// allocation (docs/design.md, "Principles": absurd declared sizes).
 inline constexpr Eigen::Index max_width = Eigen::Index{1} << 20;     // per dimension
 inline constexpr Eigen::Index max_elements = Eigen::Index{1} << 28;  // per weight matrix
 

@@ -4,13 +4,12 @@
 // device at a time (NeuroShard Alg. 2 calls the model for every candidate
 // placement). compute_cost_net runs on Eigen's general GEMM, whose blocking is
 // made for large matrices: at 10 tables it spends most of its time in packing
-// and dispatch (11-16 µs per device without -march). This snapshot copies the
-// weights once into the layout of a hand-written micro-kernel (transposed,
-// zero-padded to 32 floats, cache-line aligned; detail/packed_layers.hpp),
-// applies the head's first (linear) layer to each table's latent and fuses the
-// per-device sum into that step (see term()), and runs AVX-512 or
-// AVX2+FMA code chosen at run time, so the default build (no -march) gets the
-// wide kernels too (~1-2 µs per 10-table device).
+// and dispatch. This snapshot copies the weights once into the layout of a
+// hand-written micro-kernel (transposed, zero-padded to 32 floats, cache-line
+// aligned; detail/packed_layers.hpp), applies the head's first (linear) layer
+// to each table's latent and fuses the per-device sum into that step (see
+// term()), and runs AVX-512 or AVX2+FMA code chosen at run time, so the
+// default build (no -march) gets the wide kernels too (docs/design/packed-kernels.md).
 //
 // Immutable after construction: operator() is const, allocates nothing for
 // layers up to a few hundred wide (its scratch is on the stack) and may be
@@ -19,10 +18,11 @@
 // multiply-adds are fused, and the head's first layer sums per-table
 // products: W1 l_0 + W1 l_1 + ... rather than W1 (l_0 + l_1 + ...)).
 //
-// Every kernel gives the same floats, bit for bit (issue 19 item 6): scalar,
-// AVX2 and AVX-512 perform the same fused multiply-adds and sums in the same
-// order (the contract in detail/packed_layers.hpp), so a plan priced with
-// this net does not depend on the kernel the CPU gets. The kernel changes
+// Every kernel gives the same floats, bit for bit (same seed, same plan, on
+// every machine): scalar, AVX2 and AVX-512 perform the same fused
+// multiply-adds and sums in the same order (the contract in
+// detail/packed_layers.hpp), so a plan priced with this net does not depend
+// on the kernel the CPU gets. The kernel changes
 // speed only; `kernel` exists so that tests and benchmarks can run each.
 
 #include <Eigen/Core>

@@ -1,6 +1,6 @@
 #pragma once
-// Models <-> safetensors, by PyTorch state_dict name (DESIGN.md, "Formats"):
-// a checkpoint exported from the papers' PyTorch models (tools/
+// Models <-> safetensors, by PyTorch state_dict name (docs/learned-models.md,
+// "Weights"): a checkpoint exported from the papers' PyTorch models (tools/
 // export_state_dict.py) loads into the matching nn/ model, and a model saved
 // here loads back into PyTorch with `load_state_dict`.
 //

@@ -1,6 +1,7 @@
 #pragma once
-// The tensors of embplan's tiny networks (DESIGN.md, nn/): float32 Eigen
-// matrices, row-major so a [rows, cols] matrix has PyTorch's memory layout.
+// The tensors of embplan's tiny networks (docs/learned-models.md, "The tiny
+// networks"): float32 Eigen matrices, row-major so a [rows, cols] matrix has
+// PyTorch's memory layout.
 //
 // Conventions, used by every layer in nn/:
 // - A batch is rows: an input x is [batch, features].

@@ -3,52 +3,26 @@
 // bench.py GymWrapper and sharders.py inference), usable as
 // rl::policy_searcher<rl::autoshard_policy> and as the actors' policy in
 // training (rl/autoshard_train.hpp).
-//
-// The MDP as the authors build it (§4.3):
-//  - tables: each table's 21 features (cost::feature_set::embplan21 order:
-//    dim, rows, pooling factor, size, bin_0 .. bin_16), dim, rows and pooling
-//    factor z-scored with statistics of the TRAINING tables
-//    (autoshard_feature_stats, kept in the policy file), size in GiB (the
-//    authors' table_size) and the bins raw;
-//  - order: descending by the cost head's single-table cost, equal costs in
-//    task order (Python's sorted(reverse=True) is stable);
-//  - state: the upcoming table and the step-aware feature, the share of
-//    tables already placed (index / tables);
-//  - actions: the shards (devices). An action's tables are the shard's tables
-//    plus one all-zero feature row (the authors append one to every shard, so
-//    an empty shard's summed latent is e(0), not 0); its other features are
-//    [the cost head's prediction for the shard (0 when empty; no zero row),
-//    the shard's size in GiB];
-//  - reward: 0 until the last step (autoshard_train.hpp measures the plan).
-//
-// Inference is incremental (the per-task work is O(tables x devices)): each
-// table's latent e(x) is computed once per task, each shard keeps its summed
-// latent, cost and representation u_a = [m_a, q_a], and only the shard that
-// received the last table is updated. The policy MLP's first layer is split
-// by its input blocks, p_fc_0([h, u, h*u]) = W_h h + W_u u + W_p (h*u) + b
-// = (W_h h + b) + (W_u + W_p diag(h)) u: per step, W_h h + b is one
-// product and W_u + W_p diag(h) one [64 x 128] matrix, and then every device
-// is one row of a [devices x 64] x [64 x 128] product — the same function as
-// rl::autoshard_inference, evaluated in another order (float rounding
-// differs in the last bits).
-//
-// Speed: a step's work is the policy MLP over every legal device (~33k
-// multiply-adds a device; 800 tables on 80 devices are 2.1 G in all). The
-// per-step layers (the MLP, the LSTM, the value, cost and action heads) run
-// on nn's packed micro-kernels (nn/detail/packed_layers.hpp: register-blocked
-// AVX-512 or AVX2+FMA picked at run time, a scalar one elsewhere, every one
-// giving the same floats), packed once per policy; a step allocates nothing.
-// prepare() (once per task) stays on Eigen.
-//
+// The MDP as the authors build it (§4.3): tables as their 21 features (dim,
+// rows and pooling factor z-scored with the TRAINING tables' statistics,
+// autoshard_feature_stats, kept in the policy file; size in GiB; bins raw),
+// placed in descending order of the cost head's single-table cost (stable);
+// the state the upcoming table and the share of tables already placed; the
+// actions the shards (devices), each its tables plus one all-zero row and
+// [the cost head's prediction, its size in GiB]; reward 0 until the last step
+// (autoshard_train.hpp measures the plan).
+// Inference is incremental, O(tables x devices) per task: each table's latent
+// once, each shard's sums kept, the policy MLP's first layer split by its
+// input blocks — the same function as rl::autoshard_inference in another
+// order (float rounding differs in the last bits). The per-step layers run on
+// nn's packed micro-kernels (nn/detail/packed_layers.hpp); a step allocates
+// nothing.
 // Which devices are scored: the MDP's legal devices (the planner's
-// Constraint). The authors' inference takes the argmax over every device and
-// may overflow memory; as a Searcher, embplan masks the devices that cannot
-// take the table, so a plan it returns is valid. Training uses whatever
-// constraint the trainer is given (the paper's: none, with the memory
-// penalty as the reward).
-//
+// Constraint), so a plan it returns is valid, where the authors' argmax over
+// every device may overflow memory.
 // A context may record the episode it plays (autoshard_context::record) in
 // the learner's format (rl::autoshard_episode): the actors' trajectories.
+// Design notes: docs/design/autoshard.md.
 
 #include <Eigen/Core>
 
@@ -161,7 +135,7 @@ struct autoshard_feature_stats {
   }
 };
 
-// The tables' features [tables, 21] of the MDP above.
+// The tables' features [tables, 21] of the MDP (see the header comment).
 inline void autoshard_task_features(const task& t, const autoshard_feature_stats& stats,
                                     nn::matrix& out) {
   stats.validate();

@@ -13,20 +13,10 @@
 // Appendix's 40) and one Adam step on those layers only.
 // autoshard_cost_buffer is the replay the steps draw from: a ring of the
 // latest measured shards (the authors' 5000), batches of 512 drawn uniformly
-// with replacement.
-//
-// Fidelity notes:
-//  - The loss value is computed in double from the float predictions; its
-//    gradient 2 (pred - cost) / groups is handed to the float network, as
-//    torch's float32 backward of torch.mean((pred - cost) ** 2).
-//  - The authors' buffer keeps costs as float32; here they are kept as given
-//    (double), so a target can differ from theirs in the last float bit.
-//  - Adam moves only the cost loss's parameters, as torch >= 2.0's
-//    zero_grad() (set_to_none) leaves the others' gradients None. Under
-//    torch < 2.0 zero_grad() wrote zeros, and Adam's momentum would also move
-//    the policy's parameters a little at every cost step.
-//  - Sampling uses embplan::rng (below(size) per draw), not numpy's
-//    randint: the same distribution, another stream.
+// with replacement (embplan::rng: the same distribution as numpy's randint,
+// another stream).
+// Where this differs from the authors' code in the last float bit, and which
+// torch's zero_grad it follows: docs/design/autoshard.md.
 //
 // `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 

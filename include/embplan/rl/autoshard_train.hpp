@@ -3,53 +3,27 @@
 // hyperparameters; the authors' training.py train / act / learn) as a library
 // function. Per learner update u:
 //  1. the actors play `batch` episodes, each on a training task drawn
-//     uniformly, sampling their actions from the policy's softmax
-//     (rl::autoshard_policy: the cost head's order and action features), and
+//     uniformly, sampling their actions from the policy's softmax, and
 //     MEASURE each finished plan's shards with the caller's meter, unless the
 //     plan overflows a device's memory (no measurement: the memory penalty);
 //  2. the learner takes one IMPALA step on the batch (V-trace with
 //     rho-bar = c-bar = 1, policy + 0.5 value - 0.001 entropy, gamma = 1,
 //     gradient clip 40; rl::autoshard_learner_step);
-//  3. every measured shard (its tables, its latency) goes into the cost
-//     buffer (a ring of 5000), and the cost head with the shared table MLP
-//     takes `cost_updates` (N_cost = 20) Adam steps on batches of 512 drawn
-//     from it (rl::autoshard_cost_step).
-// One Adam (lr 1e-3) serves both losses, the rate decayed linearly to 0 over
-// the schedule (the authors' LambdaLR: update u runs at lr x (1 - u / updates)).
-// Reward (§4.3): 0 until the last step; then the degree of balance, min / max
-// of the shards' measured latencies (a shard's forward + backward kernel time),
-// when every device's tables fit its memory, else memory_penalty_reward's
-// penalty (minus the worst relative overflow, the authors' (max_memory -
-// max_size) / max_memory).
-//
-// Actors and staleness (IMPALA). The batch of update u is played with the
-// policy of `policy_lag` updates earlier (net after max(0, u - lag) updates);
-// with lag >= 1 the actors play batch u + 1 while the learner learns batch u,
-// and V-trace corrects for the stale behaviour policy. `actors` threads share
-// each batch. Episode k of update u draws its task and its actions from
-// rng(derive_seed(derive_seed(seed, u + 1), k)), and the cost batches of
-// update u from rng(derive_seed(derive_seed(seed, u + 1), batch + j)), so the
-// trained policy depends on the seed and the options, not on how many actor
-// threads (or MPI ranks, rl/mpi/autoshard_actors.hpp) played the episodes, nor on
-// their timing. A meter shared by actor threads must be thread-safe (the
-// analytic and simulated ones are; a measuring meter times each shard on the
-// CPU that runs it, so give it one actor, or one rank per machine).
-//
-// Fidelity notes:
-//  - The authors' learner learns on unrolls of 100 steps that cross episode
-//    boundaries; here a trajectory is one whole episode (the LSTM starts from
-//    zero at each, as the authors' done-mask resets it), and a batch is
-//    `batch` episodes: the same targets, since gamma = 1 and the value is
-//    bootstrapped from the next episode only through done = 0 discounts.
-//  - Adam moves, at each step, the parameters its loss reaches (the policy
-//    loss all but c_fc_*, the cost loss t_fc_* and c_fc_*), each with its own
-//    step count (nn::adam's per-parameter steps).
-//  - Cost data: the authors measure each shard with FBGEMM's TBE on its own
-//    GPU; the meter here is any cost model (compute() per device).
-//
-// Resuming: autoshard_train_state is everything a run carries between
-// updates, so a copy taken after update k and trained on gives the same
-// policy, bit for bit, as an uninterrupted run.
+//  3. every measured shard goes into the cost buffer (a ring of 5000), and
+//     the cost head takes `cost_updates` (N_cost = 20) Adam steps on batches
+//     of 512 from it (rl::autoshard_cost_step).
+// One Adam (lr 1e-3, decayed linearly to 0 as the authors' LambdaLR) serves
+// both losses. Reward (§4.3): the degree of balance of the shards' measured
+// latencies when every device's tables fit its memory, else
+// memory_penalty_reward's penalty.
+// Actors play with the policy of `policy_lag` updates earlier, V-trace
+// correcting for it. Invariants: the trained policy depends on the seed and
+// the options only, not on how many actor threads (or MPI ranks) played the
+// episodes nor their timing (each episode and cost batch draws from its own
+// derived seed); a copy of autoshard_train_state taken after update k and
+// trained on gives the same policy, bit for bit, as an uninterrupted run.
+// A meter shared by actor threads must be thread-safe.
+// Design notes, with the fidelity notes: docs/design/autoshard.md.
 
 #include <nlohmann/json.hpp>
 

@@ -4,31 +4,22 @@
 // (nn/paper_models.hpp, the authors' parameter names), by hand as
 // nn/dreamshard_cost_net.hpp does. For every candidate device of an
 // observation (a "slot"), from the raw feature rows of the tables already on
-// it (one all-zero row when it holds none; the table being placed is not in
-// the observation):
-//   cost features: the cost branch's forward, communication and backward
-//     heads on the device (no gradient: the authors take them under no_grad),
-//     in the order kernel_forward returns them, (fwd, comm, bwd)
-//     -> ReLU(cost_fc_0) -> ReLU(cost_fc_1)                          [32]
+// it (one all-zero row when it holds none):
+//   cost latent:  the cost branch's (fwd, comm, bwd) heads on the device, no
+//                 gradient -> ReLU(cost_fc_0) -> ReLU(cost_fc_1)        [32]
 //   table latent: rows -> ReLU(rl_table_fc_0) -> ReLU(rl_table_fc_1), summed
-//     over the device's rows                                         [32]
+//                 over the device's rows                               [32]
 //   logit = policy_net([table latent, cost latent])                  [64 -> 1]
-// A slot per legal device and a ragged softmax over the slots of each
-// observation (rl/ragged_softmax.hpp) is the authors' masked softmax: they
-// drop illegal devices from the observation and score each device alone.
-// Algorithm 2 (inference) takes the argmax (ragged_argmax). In training the
-// authors sample among the legal devices, but their update re-scores each
-// stored observation over all devices (train_rl keeps the unfiltered
-// observation), so a batch faithful to it has a slot for every device and the
-// chosen device's slot as the action.
-//
+// A ragged softmax over the slots of each observation (rl/ragged_softmax.hpp)
+// is the authors' masked softmax; Algorithm 2 (inference) takes the argmax.
+// A training batch faithful to the authors' update has a slot for every
+// device, legal or not, and the chosen device's slot as the action.
 // Two ways to run it:
 // - dreamshard_policy_forward / _backward on a dreamshard_obs_batch: a batch
 //   of observations, for training (REINFORCE, rl/reinforce.hpp).
-// - dreamshard_policy_state: inference step by step. The table MLPs, the bulk
-//   of a forward, run once per task (reset); a step adds one table's latents
-//   to one device's running sums (place) and scores devices from the sums
-//   (score). Same numbers as the batch forward up to float rounding.
+// - dreamshard_policy_state: inference step by step, the table MLPs run once
+//   per task (reset); same numbers as the batch forward up to float rounding.
+// Design notes: docs/design/dreamshard.md.
 //
 // `template <class = void>` on a function: instantiated only where called (nn/tensor.hpp).
 

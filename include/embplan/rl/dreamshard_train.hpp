@@ -3,57 +3,25 @@
 // training.py train / collect_data / train_cost / train_rl), as a library
 // function. Per iteration it:
 //  1. collects N_collect placements with the current policy (actions sampled
-//     from its softmax over the legal devices), each on a task drawn
-//     uniformly, and MEASURES them with the caller's Meter (per-device forward,
-//     communication, backward ms and the plan's overall ms); appends them to
-//     the buffer;
-//  2. updates the cost network N_cost times; each step draws N_batch
-//     placements (overall head) and N_batch devices (forward / communication /
-//     backward heads) uniformly with replacement from the whole buffer, loss =
-//     the four MSEs summed (App. B.4.1 Eq. 1; train_cost);
-//  3. updates the policy N_RL times on the ESTIMATED MDP: one task drawn
-//     uniformly, N_episode sampled episodes, each step's return the episode's
-//     final reward (minus the overall head), REINFORCE with normalised rewards
-//     and an entropy bonus (rl/reinforce.hpp; train_rl).
-// One Adam (lr 5e-4) serves both networks; iteration i runs at
-// lr x (1 - i / iterations), computed in double as the authors' LambdaLR
-// (stepped once per iteration) hands it to torch.optim.Adam (nn::adam::set_lr).
-// Gradient clipping (max_grad_norm) is off by default, as in their code; when
-// set it clips each update's gradient (nn::clip_grad_norm).
-//
-// Fidelity notes (where this differs from, or pins down, the authors' code):
-//  - As in train_rl, the policy loss scores every device of each recorded
-//    state (their obs_buf holds the full observation), while actions are
-//    sampled among the legal devices only.
-//  - Which parameters each Adam step updates, as torch 1.13 does: a
-//    parameter's .grad is None until a backward first reaches it, and
-//    optimizer.zero_grad() (set_to_none=False before torch 2.0) then keeps it
-//    as zeros. The cost loss reaches table_fc_*, the four heads; the policy
-//    loss rl_table_fc_*, cost_fc_*, policy_net (the cost features come from
-//    kernel_forward under no_grad); nothing reaches value_net. So in the first
-//    iteration the RL branch waits (no update, no step count) until its first
-//    policy update, where its bias correction starts from step 1; from then on
-//    every step updates both branches, the other branch with a zero gradient
-//    (its moments still move it). value_net is never stepped. (torch >= 2.0's
-//    zero_grad sets .grad to None, which would step each branch only by its
-//    own loss; not what the authors' torch did.)
-//  - Sampling uses embplan's rng (ragged_sample), seeded: iteration i draws
-//    from rng(derive_seed(seed, i + 1)); the model starts from PyTorch's
-//    default init on rng(derive_seed(seed, 0)), the policy head then zeroed
-//    unless head_init is torch (policy_head_init: embplan's default, not the
-//    authors'; it keeps the untrained policy from piling every table on one
-//    device). Same seed, same policy, bit for bit (single-threaded; no
-//    global state).
-//
-// Resuming: dreamshard_train_state is everything a run carries between
-// iterations (model, Adam moments and step counts, iterations done, buffer,
-// learning curve; the rng is derived per iteration from the seed and the lr
-// from the iteration), so a copy taken after iteration k and trained on gives
-// the same policy, bit for bit, as an uninterrupted run (max_iterations runs
-// part of a schedule). save_checkpoint / load_checkpoint keep all of it in
-// one safetensors file (Adam's moments as F32 tensors "adam.exp_avg.<name>",
-// "adam.exp_avg_sq.<name>", exact), so a run resumed from a file is bit-equal
-// to an uninterrupted one too.
+//     among the legal devices), each on a task drawn uniformly, and MEASURES
+//     them with the caller's Meter (per-device forward, communication,
+//     backward ms and the plan's overall ms) into the buffer;
+//  2. updates the cost network N_cost times on N_batch placements and N_batch
+//     devices drawn from the whole buffer, loss = the four heads' MSEs summed
+//     (App. B.4.1 Eq. 1; train_cost);
+//  3. updates the policy N_RL times on the ESTIMATED MDP: N_episode sampled
+//     episodes of a task, REINFORCE with normalised rewards and an entropy
+//     bonus (rl/reinforce.hpp; train_rl).
+// One Adam (lr 5e-4, decayed linearly as the authors' LambdaLR) serves both
+// networks; which parameters each step moves follows torch 1.13's
+// zero_grad (fidelity notes: docs/design/dreamshard.md).
+// Invariants: same seed, same policy, bit for bit (iteration i samples from
+// rng(derive_seed(seed, i + 1)), the model starts on rng(derive_seed(seed,
+// 0)); single-threaded, no global state). dreamshard_train_state is everything
+// a run carries between iterations, so training on from a copy taken after
+// iteration k, or from its checkpoint file (save_checkpoint /
+// load_checkpoint), gives the same policy as an uninterrupted run.
+// Design notes: docs/design/dreamshard.md.
 
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
@@ -107,12 +75,9 @@ namespace embplan::inline EMBPLAN_ABI::rl {
 //    latents (non-negative after ReLU), which grows with the tables it holds;
 //    where the projection favours the fuller device, every table goes to the
 //    first device that got one. Its episodes are then all alike, the
-//    normalised rewards carry no signal, and Algorithm 1 does not recover:
-//    on DLRM-100 (4) (analytic meter, 50 train / 50 test tasks) seeds 0 / 1 / 2
-//    placed test tasks at 210.4 / 61.8 / 63.5 ms (random 78.8), against
-//    61.2 / 61.8 / 61.1 ms with zero; on DLRM-20 (4), DLRM-60 (4) and
-//    DLRM-200 (8) the two came out alike, on DLRM-40 (8) two zero-head
-//    policies of three 7-14 % worse (README, "How DreamShard does here").
+//    normalised rewards carry no signal, and Algorithm 1 does not recover on
+//    some seeds (the figures, for both heads: docs/design/dreamshard.md and
+//    docs/results/dreamshard.md).
 enum class policy_head_init : std::uint8_t { zero, torch };
 
 inline std::string_view to_string(policy_head_init h) {

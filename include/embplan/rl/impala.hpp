@@ -9,8 +9,8 @@
 // constant (no gradient flows through them). One episode: step t has
 // action_count[t] actions whose logits are consecutive (step-major, as
 // rl::autoshard_forward lays them out); the episode ends at its last step.
-// Defaults: baseline_cost 0.5 (the "0.5 x value loss", TorchBeast's
-// default), entropy_cost 0.001 (AutoShard's Appendix), gamma 1, rho_bar =
+// Defaults: baseline_cost 0.5 (0.5 x the value loss, TorchBeast's default),
+// entropy_cost 0.001 (AutoShard's Appendix), gamma 1, rho_bar =
 // c_bar = 1.
 
 #include <Eigen/Core>

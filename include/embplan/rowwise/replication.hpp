@@ -5,47 +5,18 @@
 //    and the r-1 shards after it, mod S; r = S: everywhere) and each read of a
 //    replicated ID goes to one of those r shards, routed either
 //      random:   uniformly at random (the chapter's exercise), or
-//      balanced: by water-filling onto the least-loaded holder (below);
+//      balanced: by water-filling onto the least-loaded holder;
 //  - the skew factor as a function of k, and the smallest k meeting a target;
 //  - gradient pre-aggregation: each worker sums a hot row's gradients over its
 //    part of the batch and pushes once to the owning shard, instead of once
-//    per occurrence (replication alone leaves that push skew untouched: every
-//    replica's gradient still has to reach the owner).
-// Random routing draws the replica of a request from the request's own
-// sub-stream derive_seed(seed, position), so a request keeps its choice
-// whatever k is: the curve over k, the gather and the CLI all see the same
-// routing. Random routing only moves the skew by routing noise once the load
-// is balanced (the chapter's curve wobbles 1.00-1.02 beyond k ~ 10).
-//
-// Balanced routing (water-filling) routes a whole batch at once. Start with
-// every request at its owner. Then, for the hot IDs in order (hot()[0] first;
-// hottest first from hottest_ids), take the c requests of the ID off its owner
-// and hand them out one at a time, each to the currently least-loaded of the
-// ID's r holders (ties: the lowest shard id); the ID's requests take those
-// units in trace order, holder by holder (owner first). Step h depends only on
-// steps before it, so here too a request keeps its route at every k > its
-// ID's rank, and the curve over k is one incremental pass.
-//
-// Claim 1 (any r): the max load is non-increasing in k. Step k starts from
-// loads V with max M; its ID's c requests all sit on the owner o, so V_o >= c.
-// After taking them off, the owner holds V_o - c. Before the t-th unit
-// (t = 1..c) the owner holds at most V_o - c + (t - 1) <= V_o - 1, so the
-// least-loaded holder holds at most V_o - 1 and ends at most at V_o <= M.
-// Other shards only lose load. Hence max(k) <= max(k - 1), and since the total
-// T is fixed, the skew max * S / T is non-increasing too.
-// Claim 2 (r = S): max(k) = max(max_s F_s, ceil(T / S)) exactly, where F_s is
-// the load of the IDs not replicated at k (cold IDs, all on their owners).
-// ">=": F_s only counts requests that must stay on s, and some shard holds at
-// least the mean. "<=": a unit is placed on the least-loaded of all S shards
-// while fewer than T units are placed, so it lands on a shard holding at most
-// floor((T - 1) / S) and leaves it at most at ceil(T / S). A shard's load never
-// grows otherwise (owner-bound load only shrinks as k grows), so every shard
-// that ever received a replicated read holds at most ceil(T / S), and every
-// other shard holds exactly its owner-bound load F_s. (Claim 2 gives Claim 1
-// for r = S again: F_s only shrinks as IDs move from fixed to replicated.)
-// For r < S Claim 1 holds, Claim 2 does not: an ID's reads can only move to
-// its r holders, so the optimum can be above both bounds, and the greedy,
-// which never revisits earlier IDs, need not reach the optimum.
+//    per occurrence (replication alone leaves that push skew untouched).
+// Invariants: a request keeps its route whatever k is (random routing draws
+// from the request's own sub-stream derive_seed(seed, position); balanced
+// routing takes the hot IDs in order, each step depending only on the ones
+// before), so the curve over k is one incremental pass; under balanced
+// routing the max load, hence the skew, is non-increasing in k (Claim 1),
+// and with r = S it is exactly max(max_s F_s, ceil(T / S)) (Claim 2).
+// Design notes, the water-filling and both proofs: docs/design/hot-rows.md.
 
 #include <algorithm>
 #include <cmath>
@@ -253,9 +224,10 @@ class hot_replicas {
   }
 
   // Routes of a whole batch, in request order (out.size() == ids.size()), by
-  // the routing chosen at construction. Balanced: the water-filling at the top,
-  // O(R + k r log r) — the same loads visit_loads_by_k reports at k = hot().size()
-  // when hot() is the first k of the trace's id_frequency.
+  // the routing chosen at construction. Balanced: the water-filling of
+  // docs/design/hot-rows.md, O(R + k r log r) — the same loads
+  // visit_loads_by_k reports at k = hot().size() when hot() is the first k of
+  // the trace's id_frequency.
   void routes(std::span<const std::int64_t> ids, std::span<row_route> out) const {
     check_ids(ids, part_.rows());
     if (out.size() != ids.size()) {
@@ -338,7 +310,7 @@ inline std::vector<std::int64_t> hottest_ids(std::span<const id_hits> freq, std:
 // their drawn holders (random) or are water-filled over them (balanced), so
 // the whole curve costs O(R + max_k * r log r) after one pass over the trace,
 // in O(R + S) memory. Balanced: the max load, hence the skew, is
-// non-increasing in k (Claim 1 at the top).
+// non-increasing in k (Claim 1, docs/design/hot-rows.md).
 template <row_partitioner P, class F>
 void visit_loads_by_k(const P& part, std::span<const std::int64_t> ids,
                       std::span<const id_hits> freq, std::size_t max_k, replication_options o,

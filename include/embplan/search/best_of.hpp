@@ -7,23 +7,21 @@
 // its proposers (it keeps the cheapest of their proposals by its perf
 // estimate).
 //   best_of<local_search<column_beam>, torchrec_like>{}   // presets.hpp: portfolio_planner
-// Why: no one searcher wins everywhere. neuroshard_ls's plan is the cheaper on
-// every task of the NeuroShard protocol and on most of bench_scale's, but on
-// 5,384 tables on 1,024 devices in NVLink hosts torchrec_like's is (37.32 ms
-// against 40.52 ms: it cuts the costliest tables into 32-column blocks, each
-// on a device nearly alone; the column beam halves few tables, and from its
-// local optimum no move of the local search gets there; README
-// "Benchmarks"). The portfolio costs the sum of its searchers' times.
-// Behind the row-split stage (rowwise::split_oversized) each member gets its
-// own stage (rowwise::behind_stage), so whole plans of the caller's task are
+// Why: no one searcher wins everywhere. neuroshard_ls's plan is the cheaper
+// on nearly every task of the NeuroShard protocol and on most of
+// bench_scale's, but on the largest clusters in NVLink hosts torchrec_like's
+// can be (docs/results/scale.md). The portfolio costs the sum of its
+// searchers' times.
+// Behind the row-split stage (stage::split_oversized) each member gets its
+// own stage (stage::behind_stage), so whole plans of the caller's task are
 // compared, not plans of the stage's sub-task (whose costs leave out the row
 // pieces' load and can rank the plans otherwise).
 // Counts: evaluations, cache look-ups and hits are the sums over the members
 // plus one evaluate() per plan compared. The result's made_by names the
 // member whose plan was kept, by its place and label (searcher_label:
 // "#2 rowwise_split(torchrec_like)"). A member that finds no plan is passed
-// over; where none finds one, the failure gives each member's place, label
-// and failure ("#1 local_search(column_beam): ...; #2 torchrec_like: ...").
+// over; where none finds one, the failure names each member and its failure.
+// Design notes: docs/design/local-search.md.
 
 #include <cstddef>
 #include <cstdint>
@@ -102,7 +100,7 @@ requires(sizeof...(Searchers) >= 1) struct best_of {
   }
 };
 
-// Whether S is a best_of (rowwise::behind_stage stages its members).
+// Whether S is a best_of (stage::behind_stage stages its members).
 template <class S>
 inline constexpr bool is_best_of = false;
 template <class... Searchers>

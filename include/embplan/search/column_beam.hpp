@@ -3,48 +3,25 @@
 // The outer loop is a beam search over column-wise splits; each state's
 // table-wise plan is found by the greedy grid search (grid_greedy), and both
 // share one cost cache per search call (§3.3, "Implementation with caching"):
-// device costs keyed by the device's multiset of pieces, or — for a model
-// whose device cost folds per-piece terms (the analytic and learned models;
-// detail/piecewise.hpp) — each piece's cost and term, with the devices' folds
-// kept by the grid search as it places pieces (detail/grid_engine.hpp):
 //   column_beam{.candidates = 10, .width = 3, .steps = 10, .grid = 11}
 // (N, K, L, M — the paper's defaults, §4 "Implementation details").
-//
 // A state is a list of pieces; a split halves one piece into two pieces of
-// half the columns (NeuroShard's column-wise sharding, §3.3), allowed only
-// while the halves stay multiples of 4 (FBGEMM TBE rows; dims in {4, ..., 128}).
-// Per step and per state of the beam (Alg. 1 lines 8-18):
-//   candidates = the top N splittable pieces by predicted single-piece compute
-//                cost ∪ the top N by bytes, duplicates removed (Alg. 1 line 9;
-//                pieces of one table with equal columns and rows are one
-//                candidate, as splitting either gives the same state);
-//   each candidate's split state is priced by the grid search; the cheapest
-//   plan seen anywhere is the answer (lines 14-17); the K cheapest distinct
-//   states of the step form the next beam (line 20).
-// "Cheapest" is the Reward's order (uses_reward): a state ranks by the
-// reward.score of its grid search's best plan, the answer is the plan scored
-// highest. Under neg_max_cost_reward that is the paper's cheapest.
-// Where Alg. 1 leaves things open, we choose (each choice that differs from
-// the authors' code, daochenzha/neuroshard's NeurSharder.shard, is a switch of
-// column_beam_improvements below; faithful_column_beam turns them all off and
-// returns the authors' plans: test/search/neuroshard_parity_test.cpp):
-//   - the unsplit state is priced first and is the plan to beat, so the result
-//     never scores below grid_greedy's table-wise plan under the same reward;
-//   - a state whose grid search finds no plan (memory) ranks after every state
-//     with a plan, the one with the smaller largest piece first (it is the
-//     nearer to fitting), so a task that fits only after splits still gets them;
-//   - ties keep generation order (the beam's order, then candidates by cost,
-//     then by size); a state reached twice in one step is priced once.
-// A task with no plan in any state fails with the reason of the unsplit state
-// (which table fits where not, and why).
-// The states of one step are priced independently, so `threads` > 1 prices
-// them on that many threads (each with its own grid search and cache); the
-// plan is the same for any count.
-// A state's pieces are kept in the grid search's order (Alg. 2 line 3), each
-// with its single-piece cost: a split moves two priced halves into place, so
-// the grid search neither prices nor sorts the other pieces again (on 10,000
-// tables, most of a state). The plan lists its shards by (table, first
-// column, first row), as before.
+// half the columns (§3.3), allowed only while the halves stay multiples of 4
+// (FBGEMM TBE rows). Per step and per state of the beam (Alg. 1 lines 8-18)
+// the candidates are the top N splittable pieces by predicted single-piece
+// compute cost ∪ the top N by bytes (line 9); each candidate's split state is
+// priced by the grid search, the best plan seen anywhere is the answer
+// (lines 14-17), and the K best distinct states form the next beam (line 20).
+// "Best" is the Reward's order (uses_reward); under neg_max_cost_reward, the
+// paper's cheapest.
+// Invariants: the unsplit state is the plan to beat, so the result never
+// scores below grid_greedy's under the same reward; each choice that differs
+// from the authors' code (daochenzha/neuroshard, NeurSharder.shard) is a
+// switch of column_beam_improvements, and faithful_column_beam returns the
+// authors' plans (test/search/neuroshard_parity_test.cpp); the plan is the
+// same for any `threads`. A task with no plan in any state fails with the
+// reason of the unsplit state.
+// Design notes: docs/design/column-beam.md.
 
 #include <algorithm>
 #include <atomic>
@@ -247,7 +224,7 @@ inline std::vector<piece> split_piece(const std::vector<piece>& parent, std::siz
 }  // namespace search::detail
 
 // What embplan's search changes in NeuroShard's authors' code
-// (daochenzha/neuroshard, NeurSharder.shard; issue 22), each a switch. All
+// (daochenzha/neuroshard, NeurSharder.shard), each a switch. All
 // false is the authors' search decision for decision (faithful_column_beam,
 // the `neuroshard` preset); all true (the default of column_beam, the
 // `neuroshard_plus` preset) is embplan's.
@@ -496,9 +473,9 @@ struct column_beam {
   // Children of the same pieces (same_pieces: equal lists, a state's order
   // being a total one) are searched once; a repeat takes the first one's
   // outcome as it is — the same outcome as searching it again, bit for bit.
-  // The faithful mode keeps duplicate states (the authors' beam does; 41 % of
-  // the children of the 30 parity tasks are one), and two parents can split
-  // into the same state in either mode.
+  // The faithful mode keeps duplicate states (the authors' beam does, and
+  // they are common there: docs/design/column-beam.md), and two parents can
+  // split into the same state in either mode.
   template <class Engine, class Worker>
   void price_children(std::vector<search::detail::beam_state>& children, Engine& engine,
                       const std::vector<std::unique_ptr<Worker>>& workers,

@@ -28,8 +28,9 @@ template <constraint Constraint>
 std::string no_device_for(const task& t, const placement_state& st, std::size_t table,
                           const Constraint& rule) {
   const auto& spec = t.tables[table];
-  // A rule that explains itself names the binding rule first (issue 24:
-  // "t17: pinned to device 3 but device 3 has 1.2 GiB free, needs 3.1 GiB").
+  // A rule that explains itself names the binding rule first (user
+  // constraints, e.g. "t17: pinned to device 3 but device 3 has 1.2 GiB free,
+  // needs 3.1 GiB").
   if (std::string why = explain_of(rule, t, st, table); !why.empty())
     return "table '" + spec.name + "' (index " + std::to_string(table) + "): " + why;
   const std::size_t devices = t.cluster.size();

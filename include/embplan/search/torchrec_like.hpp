@@ -3,40 +3,23 @@
 // we allow TorchRec to search for both column-wise and table-wise sharding
 // plans"), written from TorchRec's EmbeddingShardingPlanner design
 // (enumerator -> proposers -> partitioner -> perf rating); its perf estimate
-// here is the cost model's shard_cost. The rules we implement:
-//
-// Enumerator: per table, a table-wise option (one shard) and, when it splits,
-//   a column-wise option of equal blocks: block = the smallest multiple of 4
-//   that divides the dim and is at least min_block_dim (TorchRec's
-//   _find_base_dim(lower_bound, dim)); no column-wise option when that block
-//   is the whole dim. TorchRec's own lower bound (MIN_CW_DIM) is 128, which
-//   would never split the {4..128} tables of NeuroShard's protocol; we use 32
-//   by default. Each shard's perf = shard_cost on device 0 (the analytic model:
-//   forward + backward kernel time; TorchRec adds its own comm estimate).
-// Proposers (TorchRec's defaults): GreedyProposer with use_depth (options of
-//   a table ordered by their largest shard's perf) and without (by the sum of
-//   their shards' perf): start from each table's first option; after each
-//   proposal, the table whose current option has the most storage (ties: the
-//   lower index) and that has a next option moves to it; until none has. Then
-//   UniformProposer: all tables table-wise; all column-wise where they split.
-// Partitioner (GreedyPerfPartitioner): options sorted by total perf,
-//   descending (ties: more storage, then the lower table index); each shard in
-//   turn to the device with the lowest perf sum so far that the constraint
-//   admits (ties: less memory used, then the lower index).
-// Rating: the Reward (uses_reward) scores each partitioned proposal on the
-//   perf model's figures, the plan_cost whose device d has compute = its perf
-//   sum (fwd_compute_ms) and no communication, with the plan's memory and
-//   dims; the first proposal with the highest score is the plan. Under
-//   neg_max_cost_reward this is TorchRec's NoopPerfModel rating, the lowest
-//   largest per-device perf sum (compared directly, as for any reward
-//   decreasing in max cost). The reward sees the perf model's figures rather
-//   than evaluate()'s, as TorchRec's planner sees only its perf estimates.
-// Cost: proposals are made one at a time as the proposers move (never all
-// kept), the partitioner follows the proposal's changes and places each shard
-// in O(log D), and, under a reward decreasing in max cost, a proposal stops
-// being partitioned once it cannot win (search/detail/perf_partitioner.hpp);
-// the winner's plan is partitioned once more at the end. The plan is the one
-// partitioning and rating every proposal in full gives.
+// here is the cost model's shard_cost (on device 0):
+//  - enumerator: per table a table-wise option and, where the dim splits, one
+//    of equal column blocks of at least min_block_dim columns (TorchRec's
+//    _find_base_dim; its own lower bound, 128, would never split NeuroShard's
+//    {4..128} tables, so 32 by default);
+//  - proposers, TorchRec's defaults: GreedyProposer with and without
+//    use_depth, then UniformProposer;
+//  - partitioner (GreedyPerfPartitioner): options by total perf, descending,
+//    each shard to the admitted device with the lowest perf sum so far;
+//  - rating: the Reward scores each partitioned proposal on the perf model's
+//    figures (compute = the perf sum, no communication), the first with the
+//    highest score is the plan; under neg_max_cost_reward, TorchRec's
+//    NoopPerfModel rating.
+// Invariant: proposals are made one at a time and a losing one is cut short
+// (search/detail/perf_partitioner.hpp), but the plan is the one partitioning
+// and rating every proposal in full gives.
+// Design notes, with every tie rule: docs/design/torchrec-like.md.
 
 #include <algorithm>
 #include <cstddef>

@@ -1,6 +1,6 @@
 #pragma once
-// The reading loop of `embplan collect` records (JSON lines, README "Cost
-// data"): one object per line, blank lines skipped, every error naming the
+// The reading loop of `embplan collect` records (JSON lines, docs/measuring.md
+// "Cost data"): one object per line, blank lines skipped, every error naming the
 // file and line. A key outside `known` is an error naming it (a record read
 // without a field it meant to carry is misread). `parse(json, where)` turns
 // one object into a record; an nlohmann exception it throws becomes an error

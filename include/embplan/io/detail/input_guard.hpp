@@ -3,8 +3,9 @@
 // safetensors): only regular files are read, since /dev/zero never ends and a
 // FIFO may block; no more than a stated number of bytes is loaded; and JSON
 // text nested past a fixed depth is refused before a recursive parser or
-// printer sees it, where it would overflow the stack (DESIGN.md, "Principles":
-// special files and absurd sizes are a clear error before any work).
+// printer sees it, where it would overflow the stack (docs/design.md,
+// "Principles": special files and absurd sizes are a clear error before any
+// work).
 
 #include <cstddef>
 #include <cstdint>

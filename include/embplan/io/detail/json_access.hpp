@@ -2,7 +2,7 @@
 // Typed, path-aware reads from a parsed nlohmann::json value. Every check is
 // done before nlohmann is asked for a value, so no nlohmann exception escapes;
 // a wrong type becomes an embplan::error naming the field path, the value
-// seen and the type expected (DESIGN.md, "Errors").
+// seen and the type expected (docs/design.md, "Errors and exit codes").
 
 #include <algorithm>
 #include <cmath>
@@ -246,8 +246,9 @@ inline std::string known_keys_text(std::span<const std::string_view> known) {
 
 // Rejects a key of `obj` outside `known`, naming its path ("tables[3].size"),
 // its value, a near known key when there is one, and every known key.
-// Nothing is silently dropped (DESIGN.md): a misspelt "dtyp" would otherwise
-// leave the table at its default fp32. No allocation unless a key is unknown.
+// Nothing is silently dropped (docs/design.md, "Principles"): a misspelt
+// "dtyp" would otherwise leave the table at its default fp32. No allocation
+// unless a key is unknown.
 inline void check_keys(const json& obj, std::span<const std::string_view> known,
                        std::string_view where) {
   if (!obj.is_object()) return;

@@ -97,8 +97,8 @@ inline std::string st_tensor_field(std::string_view source, std::string_view nam
 // text (printable ASCII, tab, CR, LF): every byte non-zero spells a length of
 // at least 2^56, so no safetensors file starts that way. Called once the
 // length read there is implausible; without it a JSON file given as a model
-// reads as "header_length = 7089074978374552187 ... (truncated file?)"
-// (issue 19, item 10). Binary garbage keeps the messages about the length.
+// reads as "header_length = 7089074978374552187 ... (truncated file?)".
+// Binary garbage keeps the messages about the length.
 inline void refuse_text_file(std::span<const std::byte> bytes, std::string_view source) {
   if (bytes.size() < 8) return;
   std::string shown;

@@ -1,6 +1,7 @@
 #pragma once
 // CUDA runtime errors become embplan::error, naming the call that failed and
-// the runtime's own text for the status (DESIGN.md, "Errors").
+// the runtime's own text for the status (docs/design.md, "Errors and exit
+// codes").
 #include <cuda_runtime.h>
 
 #include <string>

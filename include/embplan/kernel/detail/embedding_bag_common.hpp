@@ -80,10 +80,9 @@ inline constexpr std::int64_t prefetch_segments = 8;
 // The forward's distance for rows of `row_bytes`: enough lookups ahead to keep
 // about 8 KiB of rows in flight, at least FBGEMM's 16 and at most 256 lookups.
 // A row of one cache line or less is summed in a few cycles, so short rows
-// need many lookups ahead to cover a DRAM miss. Measured on an AMD EPYC
-// (Zen 5) VM with bench_embedding_bag (8 tables x 1M rows, bags of 32, AVX-512),
-// against distances scaled 0.25x-2x from these: 32 B rows want 128-256 lookups,
-// 64-256 B rows 8 KiB worth, 512 B rows 16-32 (flat).
+// need many lookups ahead to cover a DRAM miss; long rows take long enough to
+// sum that a short distance suffices (the distances tried:
+// docs/design/embedding-bag-kernels.md).
 constexpr std::int64_t forward_prefetch_distance(std::int64_t row_bytes) noexcept {
   constexpr std::int64_t bytes_in_flight = 8192;
   constexpr std::int64_t most = 256;

@@ -1,8 +1,9 @@
 #pragma once
-// The CUDA kernels behind kernel/embedding_bag.cuh (DESIGN.md, "The measuring
-// side"). All index arithmetic is kernel::index (tbe.hpp) and
-// detail::segment_of / table_work_begin (cuda_index.hpp), which the CPU tests
-// exercise. Kernels are templates so this header can sit in several TUs.
+// The CUDA kernels behind kernel/embedding_bag.cuh (docs/measuring.md,
+// "Kernels"; docs/design/embedding-bag-kernels.md). All index arithmetic is
+// kernel::index (tbe.hpp) and detail::segment_of / table_work_begin
+// (cuda_index.hpp), which the CPU tests exercise. Kernels are templates so
+// this header can sit in several TUs.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -192,7 +193,8 @@ __global__ void plan_segments_kernel(Count* lengths, Count* chunks, const Count*
 // zero elsewhere), and an inclusive max-scan (cub::DeviceScan with max_op)
 // carries each mark over the segment's other chunks. Parallel in the work
 // items: a hot row of 100,000 chunks costs what 100,000 cold rows cost (a
-// thread per segment writing its chunks took 7 ms on one such row, H100).
+// thread per segment writing its chunks serialises on such a row;
+// docs/design/embedding-bag-kernels.md).
 template <class Count>
 __global__ void mark_segment_heads_kernel(const Count* chunk_starts, const Count* num_segments,
                                           Count* heads) {

@@ -1,7 +1,7 @@
 #pragma once
 // Stable LSD radix sort over only the key bits that can be non-zero — the CPU
 // twin of cub::DeviceRadixSort::SortPairs(..., begin_bit = 0, end_bit) that the
-// CUDA backward runs on linearised row ids (DESIGN.md, "The measuring side").
+// CUDA backward runs on linearised row ids (docs/measuring.md, "Kernels").
 // Stability is what keeps each row's gradient contributions in lookup order.
 #include <algorithm>
 #include <cstdint>

@@ -4,39 +4,21 @@
 // Layout: every hidden layer's weight is stored transposed, [in][out_pad]
 // (out padded with zeros to a multiple of packed_width floats), so a kernel
 // walks the inputs k = 0..in-1 and, for each, adds x[k] * W[k][n..n+block) to
-// a block of output accumulators held in vector registers: a broadcast and a
-// few contiguous loads per k, no horizontal sums. Padded outputs have zero
-// weight and bias, so they stay 0 after ReLU and a following layer can read
-// them (or skip them: its in-count is the unpadded size).
+// a block of output accumulators held in vector registers. Padded outputs
+// have zero weight and bias, so they stay 0 after ReLU and a following layer
+// can read them (or skip them: its in-count is the unpadded size).
 //
-// Every kernel (scalar_ops here, avx2_ops and avx512_ops in
+// Invariant: every kernel (scalar_ops here, avx2_ops and avx512_ops in
 // packed_kernels_x86.hpp) performs the same float operations in the same
-// order, so all give the same results bit for bit and a plan does not depend
-// on the kernel picked at run time (issue 19 item 6; DESIGN.md "Same seed,
-// same plan, on every machine"). The contract, per output element:
-//   normalize  (x - mean) * inv_std: a subtraction, then a multiplication;
-//   layer      acc = b[n]; acc = fma(in[k], w[k][n], acc) for k = 0, 1, ...,
-//              K-1 in order; then relu. One row's arithmetic does not depend
-//              on the rows around it (each row has its own accumulators);
-//   layer_sum  the rows' layer outputs added into sum one row at a time, in
-//              row order;
-//   vecmat     four partial sums: p[k % 4] over k < 4 floor(K / 4), p[0]
-//              starting at b[n] and p[1..3] at 0, each a chain of fma in k
-//              order; the leftover k (K % 4 of them) into p[0] in order;
-//              then (p[0] + p[1]) + (p[2] + p[3]);
-//   vecmat_rows  vecmat on each of `rows` rows (the rows share the weight
-//              loads, not their arithmetic);
-//   dot        sixteen lanes s[k % 16] from 0, each a chain of fma in k order
-//              (relu_dot: of packed_relu(in[k])), then a fixed pairwise tree:
-//              t[i] = s[i] + s[i+8], u[i] = t[i] + t[i+4], v[i] = u[i] + u[i+2],
-//              result v[0] + v[1] (k_pad a multiple of 16);
-//   relu       x > 0 ? x : +0 (x86's max(x, 0): -0 and NaN give +0).
-// Multiply-adds are fused everywhere (FMA: one rounding): the SIMD kernels
-// use FMA instructions, the scalar kernel fma_exact below, never `a * b + c`,
-// whose contraction would be the compiler's choice (GCC contracts under
-// -ffp-contract=fast, its GNU-mode default, when the target has FMA). The
+// order — normalize, layer, layer_sum, vecmat, vecmat_rows, dot and relu each
+// by a fixed contract — so all give the same results bit for bit and a plan
+// does not depend on the kernel picked at run time (same seed, same plan, on
+// every machine; docs/design.md). Multiply-adds are fused everywhere (the
+// SIMD kernels' FMA instructions, the scalar kernel's fma_exact below), never
+// `a * b + c`, whose contraction would be the compiler's choice. The
 // guarantee assumes IEEE float arithmetic in the default environment:
 // -ffast-math (or -fassociative-math, flush-to-zero) voids it.
+// The contract, operation by operation: docs/design/packed-kernels.md.
 
 #include <algorithm>
 #include <bit>
@@ -145,9 +127,9 @@ inline float lane_tree_sum(float (&s)[dot_lanes]) noexcept {
 // double rounded to odd then rounds to the correctly rounded float, since
 // 53 >= 24 + 2 (Boldo & Melquiond, "Emulation of FMA and correctly rounded
 // sums: proved algorithms using rounding to odd", IEEE Trans. Comput. 57(4),
-// 2008). About 1.4 ns a call on Zen 5 (GCC 12 does not vectorise it for
-// SSE2): as fast as glibc's fmaf there, and meant for CPUs without an FMA
-// unit, where glibc's fmaf switches the rounding mode on every call.
+// 2008). As fast as glibc's fmaf where both run
+// (docs/design/packed-kernels.md), and meant for CPUs without an FMA unit,
+// where glibc's fmaf switches the rounding mode on every call.
 // Infinities and NaN pass through the plain sum (a NaN's payload may differ
 // from std::fma's).
 inline float fma_round_to_odd(float a, float b, float c) noexcept {

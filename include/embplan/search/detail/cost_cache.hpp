@@ -84,10 +84,11 @@ inline multiset_key piece_key(const shard& s) noexcept {
 // on two different kinds of device has two keys. By default (price) devices
 // that differ only in their capacities (memory_bytes, dram_bytes), which no
 // cost model reads (concepts/cost_model.hpp), share a kind: a sub-task whose
-// devices keep different free memory (rowwise::split_oversized) prices each
-// set of pieces once, not once per device (5,384 tables on 1,024 devices
-// with every option: 211 kinds, and each run of the grid engine mapped
-// every piece's term once per kind). `whole` also tells those apart, for a
+// devices keep different free memory (stage::split_oversized) prices each
+// set of pieces once, not once per device (told apart by capacity, a large
+// sub-task's devices fall into hundreds of kinds, and each run of the grid
+// engine maps every piece's term once per kind;
+// docs/design/search-internals.md). `whole` also tells those apart, for a
 // search that swaps equal devices (the exact solver's symmetry breaking).
 struct device_kinds {
   enum class by : unsigned char { price, whole };
@@ -127,10 +128,10 @@ struct device_kinds {
 };
 
 // Storage of key_map's slots. A search's cache can reach tens of megabytes
-// (1,000 tables on 128 devices: ~800k device sets), where nearly every lookup
-// misses the TLB as well as the caches; on Linux, tables of 2 MiB and more ask
-// for transparent huge pages (a hint: where the kernel refuses, nothing
-// changes but speed). Zero-filled, so every slot starts empty.
+// (hundreds of thousands of device sets on large tasks), where nearly every
+// lookup misses the TLB as well as the caches; on Linux, tables of 2 MiB and
+// more ask for transparent huge pages (a hint: where the kernel refuses,
+// nothing changes but speed). Zero-filled, so every slot starts empty.
 template <class T>
 class slot_array {
  public:

@@ -154,9 +154,9 @@ class plan_pricer {
         start[d] -= earliest;
     }
     // Rows with the same dim sums and start skews (bit for bit) get the same
-    // forward figures: each distinct row goes to the model once (a fifth of
-    // a beam step's plans repeat one, e.g. two bounds' trajectories that end
-    // in the same plan).
+    // forward figures: each distinct row goes to the model once (a beam
+    // step's plans often repeat one, e.g. two bounds' trajectories that end
+    // in the same plan; docs/design/search-internals.md).
     distinct_rows(
         rows, devices,
         [&](std::size_t a, std::size_t b) {
@@ -308,9 +308,8 @@ class plan_pricer {
   // (virtual memory: pages are touched as entries fill them). Growing
   // rebuilds only the index, from the stored hashes: the keys and figures are
   // never moved, and the pages touched are those the entries fill. (A table
-  // of whole slots, grown by copying, spread a search's few thousand entries
-  // over megabytes of fresh pages and took a sixth of a NeuroShard parity
-  // search's time.)
+  // of whole slots, grown by copying, would spread a search's few thousand
+  // entries over megabytes of fresh pages; docs/design/search-internals.md.)
   class backward_memo {
    public:
     // Copies the figures of `dims` to out[0 .. dims.size()) where held.
@@ -336,8 +335,8 @@ class plan_pricer {
         clear(std::min<std::size_t>(1024, 2 * max_entries(width_)));
         // Room for the cap at once: entries are then never moved, and the
         // pages touched are only those the entries fill (a vector grown by
-        // doubling copies its entries into fresh pages each time; that was
-        // most of a parity search's page faults).
+        // doubling copies its entries into fresh pages each time, a page
+        // fault per fresh page).
         keys_.reserve(max_entries(width_) * width_);
         values_.reserve(max_entries(width_) * width_);
         hashes_.reserve(max_entries(width_));
@@ -358,8 +357,8 @@ class plan_pricer {
    private:
     // At most 2^15 entries, and at most max_bytes of keys and figures: an
     // entry holds a dim sum and a figure per device, 16 KiB on 1,024 devices,
-    // where 2^15 entries would be 512 MiB (5,384 tables on 1,024 devices
-    // reached 400 MB).
+    // where 2^15 entries would be 512 MiB, and a large task can fill that
+    // many (docs/design/search-internals.md).
     static constexpr std::size_t max_bytes = std::size_t{16} << 20;
     static std::size_t max_entries(std::size_t width) noexcept {
       const std::size_t per_entry = width * (sizeof(std::int64_t) + sizeof(double));
