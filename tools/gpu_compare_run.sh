@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H100 paired comparison of issue 23, as run on a lent GPU machine from
+# The H100 paired comparison, as run on a lent GPU machine from
 # the repository root, with the binaries of a build made elsewhere:
 #
 #   BIN=build-gpu/bin OUT=out BUDGET=470 bash tools/gpu_compare_run.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DreamShard trained and judged on the GPU meter (issue 20; DreamShard §4,
+# DreamShard trained and judged on the GPU meter (DreamShard §4,
 # Tables 1 and 2), as run on a lent GPU machine from the repository root, in
 # one call, with binaries and training tasks made elsewhere and carried:
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Golden file for AutoShard's policy-value network at inference
-(include/embplan/rl/autoshard_net.hpp; issue 21).
+(include/embplan/rl/autoshard_net.hpp).
 
     /usr/bin/python3 tools/make_autoshard_golden.py [--out test/rl/golden]
 

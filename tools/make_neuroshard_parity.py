@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Golden plans of NeuroShard's own search, for embplan's faithful mode
-(test/search/neuroshard_parity_test.cpp; issue 22).
+(test/search/neuroshard_parity_test.cpp).
 
     git --git-dir=<snapshot of daochenzha/neuroshard> archive HEAD | tar -x -C /tmp/neuroshard
     /usr/bin/python3 tools/make_neuroshard_parity.py --neuroshard /tmp/neuroshard \\

@@ -26,10 +26,10 @@
 #include <utility>
 #include <vector>
 
-#include "embplan/bench/cuda_timer.cuh"
 #include "embplan/core/random.hpp"
 #include "embplan/kernel/embedding_bag.cuh"
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/meter/cuda_timer.cuh"
 
 namespace {
 
@@ -55,7 +55,7 @@ struct device_problem {
   std::int64_t batch_size;
   pattern kind;
   std::unique_ptr<k::device_tbe<Weight>> tbe;
-  embplan::bench::cuda_l2_flusher flush;
+  embplan::meter::cuda_l2_flusher flush;
 
   device_problem(std::int32_t d, std::int64_t b, pattern p) : dim(d), batch_size(b), kind(p) {
     const std::vector<std::int64_t> rows(tables, rows_per_table);
@@ -110,7 +110,7 @@ device_problem<Weight>& only(std::int32_t dim, std::int64_t batch, pattern p) {
 
 template <class Weight, class Run>
 void timed_loop(benchmark::State& state, device_problem<Weight>& d, Run&& run) {
-  embplan::bench::cuda_event_timer timer(nullptr);
+  embplan::meter::cuda_event_timer timer(nullptr);
   run();  // warm-up: first-touch of every buffer, module load
   EMBPLAN_CUDA_CHECK(cudaDeviceSynchronize());
   for (auto _ : state) {

@@ -12,7 +12,7 @@
 //   N_RL 10, N_episode 10), from a fresh state, on the analytic meter
 //   (cost_model_meter<analytic_cost>), 20 / 4 and 100 / 8;
 // - measuring one placement with the CPU meter (cost_model_meter over
-//   bench::cpu_meter_cost: every device's shard run as a fused embedding bag,
+//   meter::cpu_meter_cost: every device's shard run as a fused embedding bag,
 //   AutoShard's protocol), what a training iteration pays N_collect times when
 //   it measures on this CPU.
 #include <benchmark/benchmark.h>
@@ -21,11 +21,11 @@
 #include <span>
 #include <vector>
 
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/constraint/memory_capacity.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/rl/dreamshard.hpp"
@@ -77,8 +77,8 @@ void bm_cpu_meter_plan(benchmark::State& state) {
   for (std::size_t i = 0; i < assignment.size(); ++i)
     assignment[i] = i % t.cluster.size();
   const auto p = embplan::table_wise_plan(t, assignment);
-  const embplan::bench::cpu_meter_cost model;
-  const rl::cost_model_meter<embplan::bench::cpu_meter_cost> meter{&model};
+  const embplan::meter::cpu_meter_cost model;
+  const rl::cost_model_meter<embplan::meter::cpu_meter_cost> meter{&model};
   double ms = 0.0;
   for (auto _ : state) {
     const auto m = meter(t, p);

@@ -32,7 +32,6 @@
 #include <string>
 #include <vector>
 
-#include "embplan/bench/protocol.hpp"
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
@@ -42,6 +41,7 @@
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json_file.hpp"
+#include "embplan/meter/protocol.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/local_search.hpp"
@@ -278,7 +278,7 @@ void bm_parity(benchmark::State& state) {
         state.SkipWithError(why.c_str());
         return;
       }
-      embplan::bench::thread_cpu_timer cpu_timer;  // what a second job disturbs least
+      embplan::meter::thread_cpu_timer cpu_timer;  // what a second job disturbs least
       cpu_timer.start();
       const auto start = std::chrono::steady_clock::now();
       auto r = searcher.search(t, *model, rule, embplan::neg_max_cost_reward{}, 0);

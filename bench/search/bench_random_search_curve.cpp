@@ -41,7 +41,6 @@
 #include <utility>
 #include <vector>
 
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
@@ -49,6 +48,7 @@
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/reward/balance.hpp"
 #include "embplan/search/random_search.hpp"
@@ -75,7 +75,7 @@ const std::vector<embplan::task>& curve_tasks() {
 // the iteration count.
 double measured_balance(std::uint32_t budget, const std::vector<embplan::plan>& plans) {
   static std::map<std::uint32_t, double> done;
-  static const embplan::bench::cpu_meter_cost meter{};
+  static const embplan::meter::cpu_meter_cost meter{};
   if (const auto it = done.find(budget); it != done.end()) return it->second;
   double sum = 0.0;
   for (std::size_t i = 0; i < plans.size(); ++i)

@@ -3,8 +3,9 @@
 // column_beam + grid engine + local_search), on the analytic model and on the
 // bundled learned compute model (data/cost/cpu_compute_model.safetensors,
 // neural_cost: NeuroShard's compute net + analytic communication), from 1,000
-// tables on 128 devices to 10,000 tables on 1,024 devices (issue 19 item 9),
-// and the two sizes issue 24 names: 500 tables on 8 devices, 5,384 on 1,024;
+// tables on 128 devices to 10,000 tables on 1,024 devices, and the two sizes
+// TorchRec's planner users report as slow: 500 tables on 8 devices, 5,384 on
+// 1,024;
 // and both planners with data-parallel copies and row splits (staged), and
 // with those and memory tiers on a task HBM cannot hold (all_options; the
 // same on NVLink-class hosts, all_options_nvlink, and with split tables
@@ -41,7 +42,7 @@
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/neural.hpp"
 #include "embplan/presets.hpp"
-#include "embplan/rowwise/tiers.hpp"
+#include "embplan/stage/tiers.hpp"
 
 #include "common/bench_task.hpp"
 #include "common/bundled_model.hpp"
@@ -142,7 +143,7 @@ void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
 
 // The same planners behind the stage that replicates small tables as
 // data-parallel copies and splits a table that fits no device by rows
-// (rowwise/split.hpp): what `plan --data-parallel auto --planner rowwise_<p>`
+// (stage/split_oversized.hpp): what `plan --data-parallel auto --planner rowwise_<p>`
 // runs.
 // `rule` in place of the planner's own (user rules) where given.
 // `layout`: where a split table's pieces go across hosts (by cost unless given).
@@ -150,13 +151,13 @@ void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
 template <class Planner, class Rule>
 embplan::rowwise_planner_of<Planner> staged(
     const Planner& p, const Rule& rule,
-    embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost,
+    embplan::stage::row_layout layout = embplan::stage::row_layout::by_cost,
     bool rows_by_cost = false) {
   return {p.cost(),
-          embplan::rowwise::behind_stage(p.searcher(), {.split_rows = true,
-                                                        .data_parallel = {.enabled = true},
-                                                        .layout = layout,
-                                                        .rows_by_cost = rows_by_cost}),
+          embplan::stage::behind_stage(p.searcher(), {.split_rows = true,
+                                                      .data_parallel = {.enabled = true},
+                                                      .layout = layout,
+                                                      .rows_by_cost = rows_by_cost}),
           rule, p.scorer()};
 }
 template <class Planner>
@@ -172,18 +173,18 @@ void bm_neuroshard_ls_data_parallel(benchmark::State& state) {
   run(state, staged(embplan::neuroshard_ls_planner{}));
 }
 
-// Every option at once (issue 24: every sharding type and the cache
-// option): devices whose HBM holds 80 % of the tables (host DRAM unbounded),
-// so choose_tiers (rowwise/tiers.hpp, inside the timed call) first moves
-// tables behind a cache in HBM (uvm_caching) or to host memory until they
-// take 90 % of HBM; then the staged planner replicates small tables
-// (data-parallel), splits by rows a table no device holds and a table that
-// fits where rows are cheaper (rows_by_cost), and places the rest table-wise
-// and column-wise. What `plan --tiers auto --data-parallel auto --row-split
-// by_cost --planner rowwise_<p>` runs.
+// Every option at once (every sharding type and the cache option): devices
+// whose HBM holds 80 % of the tables (host DRAM unbounded), so choose_tiers
+// (stage/tiers.hpp, inside the timed call) first moves tables behind a
+// cache in HBM (uvm_caching) or to host memory until they take 90 % of HBM;
+// then the staged planner replicates small tables (data-parallel), splits by
+// rows a table no device holds and a table that fits where rows are cheaper
+// (rows_by_cost), and places the rest table-wise and column-wise. What
+// `plan --tiers auto --data-parallel auto --rows-by-cost auto --planner
+// rowwise_<p>` runs (--row-layout by_cost, the default).
 embplan::task tight_hbm_task(std::int64_t tables, std::int64_t devices) {
   auto t = embplan_bench::bench_task(tables, devices);
-  const auto need = static_cast<double>(embplan::tables_hbm_bytes(t));
+  const auto need = static_cast<double>(embplan::stage::tables_hbm_bytes(t));
   for (auto& d : t.cluster.devices)
     d.memory_bytes = static_cast<std::uint64_t>(0.8 * need / static_cast<double>(devices));
   return t;
@@ -195,21 +196,21 @@ embplan::task tight_hbm_task(std::int64_t tables, std::int64_t devices) {
 // PCIe inside a host (12 GB/s) and 12.5 GB/s between.
 template <class Planner>
 void run_tiered(benchmark::State& state, const Planner& p, bool nvlink = false,
-                embplan::rowwise::row_layout layout = embplan::rowwise::row_layout::by_cost) {
+                embplan::stage::row_layout layout = embplan::stage::row_layout::by_cost) {
   auto t = tight_hbm_task(state.range(0), state.range(1));
   if (nvlink) {
     t.cluster.intra_host_bandwidth_gbps = 150.0;
     t.cluster.inter_host_bandwidth_gbps = 25.0;
   }
   run(state, staged(p, p.rule(), layout, true), t, [&](embplan::task& tiered) {
-    state.counters["tier_moves"] = static_cast<double>(embplan::choose_tiers(tiered).size());
+    state.counters["tier_moves"] = static_cast<double>(embplan::stage::choose_tiers(tiered).size());
   });
 }
 
 // The staged neuroshard_ls under user rules (constraint/table_rules.hpp): a
 // table pinned to device 2, two tables co-located, two kept apart. The stage
 // asks the rules about the full task; tables no rule names are asked on the
-// sub-task (rowwise/split.hpp, in_full_task).
+// sub-task (stage/split_oversized.hpp, in_full_task).
 void bm_neuroshard_ls_user_rules(benchmark::State& state) {
   const auto t = embplan_bench::bench_task(state.range(0), state.range(1));
   embplan::user_constraints c;
@@ -249,16 +250,15 @@ void bm_portfolio_all_options_nvlink(benchmark::State& state) {
 
 // The same with every split table spread over hosts (row_wise), to compare.
 void bm_torchrec_all_options_nvlink_spread(benchmark::State& state) {
-  run_tiered(state, embplan::torchrec_planner{}, true, embplan::rowwise::row_layout::row_wise);
+  run_tiered(state, embplan::torchrec_planner{}, true, embplan::stage::row_layout::row_wise);
 }
 
 void sizes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"tables", "devices"});
   // 500 x 8 and 5,384 x 1,024: the two cases TorchRec's planner users report
-  // (issue 24: 905 s with its default proposers, 11.9 s with a dynamic-
-  // programming one, for 500+ tables on 8 GPUs; a model of 5,384 tables on
-  // 1,024 GPUs). From 100 tables (issue 24: how time grows from 100 to
-  // 10,000).
+  // as slow to plan (500+ tables on 8 GPUs; a model of 5,384 tables on 1,024
+  // GPUs; docs/design/benchmarks.md). From 100 tables, to show how time grows
+  // from 100 to 10,000.
   for (const auto& [tables, devices] : {std::pair{100, 16},
                                         {500, 8},
                                         {1000, 128},

@@ -20,7 +20,7 @@ int run_cpu_collect(const collect_args& a) {
       [&] {
         return run_collect(
             a, w,
-            [](const embplan::bench::meter_options& o) { return embplan::bench::shard_meter(o); },
+            [](const embplan::meter::meter_options& o) { return embplan::meter::shard_meter(o); },
             "cpu");
       },
       exit_bad_input);

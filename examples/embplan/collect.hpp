@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "embplan/bench/collect.hpp"
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json.hpp"
+#include "embplan/meter/collect.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 
 #include "options.hpp"
 #include "progress.hpp"
@@ -51,9 +51,9 @@ struct collect_args {
   double memory_gib = 4.0;
   std::int64_t batch_size = 4096;
   std::int64_t max_weight_mib = 256;  // compute: weights materialised per sample
-  int warmup = embplan::bench::protocol_options{}.warmup;
-  int runs = embplan::bench::protocol_options{}.runs;
-  int drop = embplan::bench::protocol_options{}.drop;
+  int warmup = embplan::meter::protocol_options{}.warmup;
+  int runs = embplan::meter::protocol_options{}.runs;
+  int drop = embplan::meter::protocol_options{}.drop;
   // compute: the CPU meter's drift reference (meter_options::reference), with
   // reference_ms as given or, when 0, measured once by rank 0 for all ranks.
   bool reference = false;
@@ -87,7 +87,7 @@ inline void add_collect_options(CLI::App* app, collect_args& a) {
 template <class MakeMeter>
 int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
                 const std::string& compute_meter_name) {
-  namespace eb = embplan::bench;
+  namespace eb = embplan::meter;
   if (a.kind != "compute" && a.kind != "comm") {
     embplan::detail::fail("collect.kind", a.kind, "\"compute\" or \"comm\"");
   }

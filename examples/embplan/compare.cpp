@@ -17,11 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "embplan/bench/paired.hpp"
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json.hpp"
+#include "embplan/meter/paired.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/exact.hpp"
 #include "embplan/search/lower_bound.hpp"
@@ -56,7 +56,7 @@ struct planner_summary {
   // Per task: cost / the baseline planner's cost of the same task (NaN where
   // either failed), and their geometric mean with its 95 % t-interval.
   std::vector<double> ratios;
-  embplan::bench::ratio_interval to_baseline;
+  embplan::meter::ratio_interval to_baseline;
   std::vector<double> costs;        // per task, NaN where it failed (--json's per_task_cost_ms)
   std::uint64_t cache_lookups = 0;  // the searcher's device-cost cache, all tasks
   std::uint64_t cache_hits = 0;
@@ -145,7 +145,7 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
       plans.push_back(std::move(result.placement));
       planned.push_back(p);
     }
-    const auto measured = embplan::bench::measure_interleaved(
+    const auto measured = embplan::meter::measure_interleaved(
         tasks[i], std::span<const embplan::plan>(plans), meter.meter, how.rounds);
     for (std::size_t k = 0; k < plans.size(); ++k) {
       auto& s = out[planned[k]];
@@ -188,7 +188,7 @@ std::vector<planner_summary> compare_planners(std::span<const embplan::task> tas
       for (std::size_t i = 0; i < n; ++i)
         out[p].ratios[i] = cost[p][i] / cost[how.baseline][i];
       out[p].to_baseline =
-          embplan::bench::paired_ratio_interval(std::span<const double>(out[p].ratios));
+          embplan::meter::paired_ratio_interval(std::span<const double>(out[p].ratios));
     }
   }
   // Speedup over random: on the tasks both random and the planner solved.
@@ -220,7 +220,7 @@ nlohmann::json number_or_null(double x) {
 }
 
 // "0.962 [0.951, 0.973]": the geometric mean of the ratios and its interval.
-std::string ratio_text(const embplan::bench::ratio_interval& r) {
+std::string ratio_text(const embplan::meter::ratio_interval& r) {
   if (r.tasks == 0) return "-";
   if (std::isnan(r.low)) return fixed(r.ratio, 3);
   return fixed(r.ratio, 3) + " [" + fixed(r.low, 3) + ", " + fixed(r.high, 3) + "]";

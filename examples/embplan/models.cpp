@@ -4,8 +4,8 @@
 #include <cmath>
 #include <system_error>
 
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 #include "embplan/rl/autoshard.hpp"
 #include "embplan/rl/dreamshard.hpp"
 #include "text_table.hpp"
@@ -187,7 +187,7 @@ void check_meter(const meter_args& m, bool dreamshard) {
 std::int64_t measured_batch(const meter_args& m, const planning_model& pm) {
   if (m.batch > 0) return m.batch;
   if (pm.compute && pm.compute->metadata().meter == "cpu") return pm.compute->metadata().batch_size;
-  return embplan::bench::meter_options{}.batch_size;
+  return embplan::meter::meter_options{}.batch_size;
 }
 
 meter_choice meter_of(const meter_args& m, const planning_model& pm, const program_meter* own) {
@@ -209,7 +209,7 @@ meter_choice meter_of(const meter_args& m, const planning_model& pm, const progr
             }};
   }
   if (m.name == "measured") {
-    embplan::bench::cpu_meter_cost meter;
+    embplan::meter::cpu_meter_cost meter;
     meter.options.batch_size = measured_batch(m, pm);
     const std::string text = std::string(measured_meter_text) + "; " +
                              std::to_string(meter.options.batch_size) +
@@ -217,7 +217,7 @@ meter_choice meter_of(const meter_args& m, const planning_model& pm, const progr
     if (!m.reference && m.reference_ms == 0.0) return {any_meter(meter), text};
     meter.options.reference = true;
     meter.options.reference_ms =
-        m.reference_ms > 0.0 ? m.reference_ms : embplan::bench::calibrate_reference(meter.options);
+        m.reference_ms > 0.0 ? m.reference_ms : embplan::meter::calibrate_reference(meter.options);
     return {any_meter(meter), text +
                                   "; drift reference: times scaled to the machine state where "
                                   "the reference shard takes " +

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 #include "observe.hpp"
 
 namespace embplan_cli {
@@ -19,7 +19,7 @@ int run_observe(const observe_args& a) {
   if (a.max_weight_mib < 1) {
     embplan::detail::fail("observe.max_weight_mib", a.max_weight_mib, "at least 1");
   }
-  embplan::bench::shard_meter meter(
+  embplan::meter::shard_meter meter(
       observe_meter_options(a, static_cast<std::uint64_t>(a.max_weight_mib) << 20, a.separate));
   return run_observations(a, meter, "CPU meter");
 }

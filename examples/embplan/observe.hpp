@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "embplan/bench/collect.hpp"
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/data/synthetic_pool.hpp"
+#include "embplan/meter/collect.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 #include "options.hpp"
 #include "progress.hpp"
 #include "text_table.hpp"
@@ -89,7 +89,7 @@ inline embplan::table_spec synthetic_table(std::int64_t rows, std::int32_t dim, 
 // variation between the measurements (the meter's repeatability) and the mean
 // CV of the runs within one measurement.
 inline int run_repeatability(const observe_args& a) {
-  namespace eb = embplan::bench;
+  namespace eb = embplan::meter;
   const auto pool = embplan::data::synthetic_pool({.seed = 0});
   embplan::rng gen(embplan::derive_seed(a.seed, 0x0b5e));
   std::vector<embplan::table_spec> shard;
@@ -169,7 +169,7 @@ inline void validate(const observe_args& a) {
 
 // The meter options of `observe`: the protocol and batch from the arguments,
 // shards up to `max_weight_bytes`; forward + backward only unless `separate`.
-inline embplan::bench::meter_options observe_meter_options(const observe_args& a,
+inline embplan::meter::meter_options observe_meter_options(const observe_args& a,
                                                            std::uint64_t max_weight_bytes,
                                                            bool separate = false) {
   return {.batch_size = a.batch_size,
@@ -180,11 +180,11 @@ inline embplan::bench::meter_options observe_meter_options(const observe_args& a
 }
 
 // Observations (0)-(3) on any meter with measure(tables, seed) -> shard_measurement
-// and options(): bench::shard_meter (CPU) here, bench::cuda_shard_meter through
+// and options(): meter::shard_meter (CPU) here, meter::cuda_shard_meter through
 // examples/gpu (embplan_gpu).
 template <class Meter>
 int run_observations(const observe_args& a, Meter& meter, const std::string& meter_name) {
-  namespace eb = embplan::bench;
+  namespace eb = embplan::meter;
   validate(a);
   const eb::meter_options& mo = meter.options();
   // Every measurement below, in order: (0), (1) fused and singles, (2), (3).

@@ -22,7 +22,7 @@
 #include "embplan/io/torchrec.hpp"
 #include "embplan/io/trace.hpp"
 #include "embplan/plan_report.hpp"
-#include "embplan/rowwise/tiers.hpp"
+#include "embplan/stage/tiers.hpp"
 #include "models.hpp"
 #include "options.hpp"
 #include "planners.hpp"
@@ -46,13 +46,14 @@ struct plan_args {
   std::string torchrec;
   std::string trace;
   std::string json;
-  std::string model;                   // empty: the bundled learned model
-  std::string policy;                  // empty: the bundled DreamShard policy
-  std::string autoshard_policy;        // empty: the bundled AutoShard policy
-  std::string constraints;             // empty: no user constraints (issue 24)
-  std::string check;                   // a plan file to re-validate instead of planning
-  std::string tiers = "none";          // "auto": choose_tiers before planning (issue 24)
-  std::string data_parallel = "none";  // "auto": small tables replicated (rowwise/split.hpp)
+  std::string model;             // empty: the bundled learned model
+  std::string policy;            // empty: the bundled DreamShard policy
+  std::string autoshard_policy;  // empty: the bundled AutoShard policy
+  std::string constraints;       // empty: no user constraints
+  std::string check;             // a plan file to re-validate instead of planning
+  std::string tiers = "none";    // "auto": choose_tiers before planning
+  std::string data_parallel =
+      "none";  // "auto": small tables replicated (stage/split_oversized.hpp)
   std::string row_layout = "by_cost";  // where a split table's pieces go across hosts
   std::string rows_by_cost = "none";   // "auto": tables that fit cut by rows where cheaper
   bool no_report = false;              // text output without the plan report's sections
@@ -319,7 +320,7 @@ embplan::task load_task(const std::string& file, std::size_t index) {
 // so they hash the same task).
 struct loaded_rules {
   embplan::table_rules rules;
-  std::vector<embplan::tier_move> tier_moves;
+  std::vector<embplan::stage::tier_move> tier_moves;
 };
 
 loaded_rules load_rules(const plan_args& a, embplan::task& t) {
@@ -333,11 +334,12 @@ loaded_rules load_rules(const plan_args& a, embplan::task& t) {
     for (const auto& rule : c.tables)
       if (rule.placement && rule.table < tiered.size()) tiered[rule.table] = true;
   }
-  if (a.tiers == "auto") out.tier_moves = embplan::choose_tiers(t, {}, tiered);
+  if (a.tiers == "auto") out.tier_moves = embplan::stage::choose_tiers(t, {}, tiered);
   return out;
 }
 
-std::string tier_moves_text(const embplan::task& t, const std::vector<embplan::tier_move>& moves) {
+std::string tier_moves_text(const embplan::task& t,
+                            const std::vector<embplan::stage::tier_move>& moves) {
   if (moves.empty()) return "tiers: auto, every table fits in HBM; none moved\n";
   std::string out = "tiers: auto moved " + std::to_string(moves.size()) + " of " +
                     std::to_string(t.tables.size()) + " tables off HBM:";
@@ -454,16 +456,16 @@ int run_plan(const plan_args& a) {
   check_none_or_auto("--rows-by-cost", a.rows_by_cost);
   const embplan::stage_options stages{
       .data_parallel = {.enabled = a.data_parallel == "auto"},
-      .layout = embplan::rowwise::row_layout_from(a.row_layout, "--row-layout"),
+      .layout = embplan::stage::row_layout_from(a.row_layout, "--row-layout"),
       .rows_by_cost = a.rows_by_cost == "auto"};
   // What the plan records and hashes as its planner: a data-parallel stage
   // plans otherwise, so it is part of the name; the same for a layout other
   // than the default and for row cuts by cost.
   const std::string made_by =
       planner + (stages.data_parallel.enabled ? "+data_parallel" : "") +
-      (stages.layout == embplan::rowwise::row_layout::by_cost
+      (stages.layout == embplan::stage::row_layout::by_cost
            ? ""
-           : "+row_layout=" + std::string(embplan::rowwise::to_string(stages.layout))) +
+           : "+row_layout=" + std::string(embplan::stage::to_string(stages.layout))) +
       (stages.rows_by_cost ? "+rows_by_cost" : "");
   auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
@@ -503,9 +505,9 @@ int run_plan(const plan_args& a) {
   embplan::plan_cost cost;
 #if defined(EMBPLAN_WITH_MPI)
   if (mpi) {
-    embplan::bench::mpi::plan_meter_options o;
+    embplan::meter::mpi::plan_meter_options o;
     o.compute.options.batch_size = measured_batch(a.meter, pm);
-    cost = embplan::bench::mpi::measure_plan(MPI_COMM_WORLD, t, result.placement, o);
+    cost = embplan::meter::mpi::measure_plan(MPI_COMM_WORLD, t, result.placement, o);
     used_meter_text = std::string(measured_mpi_meter_text) + "; " +
                       std::to_string(o.compute.options.batch_size) +
                       " bags per table per compute run";
@@ -720,8 +722,8 @@ command add_plan(CLI::App& app) {
   add_autoshard_policy_option(sub, a->autoshard_policy);
   sub->add_option("--constraints", a->constraints,
                   "user constraints JSON: per table allowed devices/hosts, sharding kinds, "
-                  "min/max_shards, dtype, tier; co-location and anti-affinity groups (README, "
-                  "Constraints)");
+                  "min/max_shards, dtype, tier; co-location and anti-affinity groups "
+                  "(docs/constraints.md)");
   sub->add_option("--tiers", a->tiers,
                   "none (default): every table in the tier the task and --constraints give; "
                   "auto: while the tables do not fit 90% of the cluster's HBM, move tables to "
@@ -730,17 +732,17 @@ command add_plan(CLI::App& app) {
                   "none (default); auto: first replicate, as data-parallel copies on every "
                   "device, the tables cheaper so than placed whole (their all-to-all against "
                   "their gradient all-reduce; copies within 10% of device memory), then plan "
-                  "the rest (README, Sharding types)");
+                  "the rest (docs/sharding.md)");
   sub->add_option("--row-layout", a->row_layout,
                   "where a rowwise_ planner puts a table that fits no device, on a cluster of "
                   "several hosts: by_cost (default; the cheapest), host_first (rows inside one "
                   "host, table_row_wise, else a grid over hosts), row_wise (spread over hosts) "
-                  "(README, Row-wise sharding)");
+                  "(docs/sharding.md)");
   sub->add_option("--rows-by-cost", a->rows_by_cost,
                   "none (default); auto: also cut a table that fits by rows where, narrowest "
                   "column block and all, it alone would bound the plan and the estimate with "
                   "the cut is lower; the plan with the cuts is kept only if it costs less than "
-                  "the plan without (README, Row-wise sharding)");
+                  "the plan without (docs/sharding.md)");
   add_meter_options(sub, a->meter);
   return {sub, [a, sub] { return a->check.empty() ? run_plan(*a) : run_check(*a, *sub); }};
 }

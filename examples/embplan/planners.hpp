@@ -11,7 +11,7 @@
 #include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
-#include "embplan/rowwise/split.hpp"
+#include "embplan/stage/split_oversized.hpp"
 #include "embplan/stage_options.hpp"
 #include "models.hpp"
 

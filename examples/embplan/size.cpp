@@ -18,11 +18,11 @@
 #include "commands.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/memory_tier.hpp"
+#include "embplan/core/storage.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/rowwise/cache_sizing.hpp"
 #include "embplan/rowwise/sizing.hpp"
-#include "embplan/rowwise/storage.hpp"
 #include "options.hpp"
 #include "text_table.hpp"
 
@@ -52,7 +52,7 @@ std::string bytes_and_gib(std::uint64_t b) {
          fixed(static_cast<double>(b) / static_cast<double>(embplan::gib), 3) + " GiB)";
 }
 
-void print_storage(const embplan::rowwise::storage_items& s) {
+void print_storage(const embplan::storage_items& s) {
   text_table table({"item", "HBM", "host DRAM"});
   for (const auto& [name, m] : s.items())
     table.add({std::string(name), bytes_and_gib(m.hbm_bytes), bytes_and_gib(m.host_bytes)});
@@ -87,7 +87,7 @@ struct cache_answers {
   std::optional<embplan::rowwise::cache_size> target;
   std::optional<embplan::rowwise::tier_choice> choice;
   std::uint64_t budget = 0;
-  embplan::rowwise::storage_options storage{};
+  embplan::storage_options storage{};
 };
 
 cache_answers answer_cache_questions(const size_args& a, embplan::dtype t, embplan::optimizer opt) {
@@ -97,7 +97,8 @@ cache_answers answer_cache_questions(const size_args& a, embplan::dtype t, embpl
   if (a.cache_policy != "lru" && a.cache_policy != "lfu") {
     embplan::detail::fail("--cache-policy", a.cache_policy, "\"lru\" or \"lfu\"");
   }
-  out.storage.policy = a.cache_policy == "lfu" ? rw::cache_policy::lfu : rw::cache_policy::lru;
+  out.storage.policy =
+      a.cache_policy == "lfu" ? embplan::cache_policy::lfu : embplan::cache_policy::lru;
   out.curve = rw::table_miss_ratio_curve(out.spec, a.batch_size);
   // Refused here, naming the flags, what the library would refuse naming its
   // parameters.
@@ -113,8 +114,8 @@ cache_answers answer_cache_questions(const size_args& a, embplan::dtype t, embpl
   }
   if (a.hbm_budget_gib) {
     out.budget = static_cast<std::uint64_t>(*a.hbm_budget_gib * static_cast<double>(embplan::gib));
-    const auto least = rw::table_storage(out.spec, a.batch_size, opt,
-                                         {.tier = embplan::memory_tier::host}, out.storage)
+    const auto least = embplan::table_storage(out.spec, a.batch_size, opt,
+                                              {.tier = embplan::memory_tier::host}, out.storage)
                            .total()
                            .hbm_bytes;
     if (out.budget < least) {
@@ -149,7 +150,7 @@ void print_cache_answers(const cache_answers& c, const size_args& a, embplan::op
               << fixed(c.target->load_factor, 6) << ", miss ratio "
               << fixed(c.target->miss_ratio, 4) << "\n";
     if (c.target->cache_rows > 0) {
-      print_storage(rw::table_storage(
+      print_storage(embplan::table_storage(
           c.spec, a.batch_size, opt,
           {.tier = embplan::memory_tier::uvm_caching, .load_factor = c.target->load_factor},
           c.storage));
@@ -157,7 +158,7 @@ void print_cache_answers(const cache_answers& c, const size_args& a, embplan::op
   }
   if (c.choice) {
     std::cout << "HBM budget " << bytes_and_gib(c.budget) << ", optimizer "
-              << embplan::to_string(opt) << ", " << rw::to_string(c.storage.policy)
+              << embplan::to_string(opt) << ", " << embplan::to_string(c.storage.policy)
               << " cache: tier " << embplan::to_string(c.choice->placement.tier);
     if (c.choice->placement.tier == embplan::memory_tier::uvm_caching) {
       std::cout << ", load factor " << fixed(c.choice->cache.load_factor, 6) << " ("

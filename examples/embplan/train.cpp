@@ -12,7 +12,7 @@
 // meter, pool half, hyperparameters, learning curve). Communication is the
 // analytic all-to-all model, or, under `mpirun -np D` (one rank per device of
 // the tasks) with --meter cpu, measured: every rank runs the same training,
-// each placement measured by bench::mpi::measure_plan (each rank times its own
+// each placement measured by meter::mpi::measure_plan (each rank times its own
 // device's shard, the all-to-alls run for real between the ranks, every rank
 // gets the same figures), so the ranks stay identical; rank 0 prints and
 // writes the files.
@@ -207,7 +207,7 @@ int run_train_dreamshard(const train_args& a, const world& w) {
         embplan::detail::fail("train dreamshard.rank", w.rank(),
                               "the placement of rank 0 (the ranks' training diverged)");
       }
-      return rl::dreamshard_measurement_of(embplan::bench::mpi::measure_plan(MPI_COMM_WORLD, t, p));
+      return rl::dreamshard_measurement_of(embplan::meter::mpi::measure_plan(MPI_COMM_WORLD, t, p));
     }
 #endif
     return modelled(t, p);

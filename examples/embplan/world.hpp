@@ -2,8 +2,8 @@
 // The MPI world of `embplan collect` and `plan --meter measured` under
 // mpirun (one rank per device), or a world of one.
 #if defined(EMBPLAN_WITH_MPI)
-#include "embplan/bench/mpi/alltoall.hpp"  // first: it picks MPI's C API
-#include "embplan/bench/mpi/plan_meter.hpp"
+#include "embplan/meter/mpi/alltoall.hpp"  // first: it picks MPI's C API
+#include "embplan/meter/mpi/plan_meter.hpp"
 #endif
 
 #include <cstdlib>

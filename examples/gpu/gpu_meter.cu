@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "embplan/bench/cuda_meter.cuh"
+#include "embplan/meter/cuda_meter.cuh"
 
 namespace embplan_gpu {
 
@@ -27,28 +27,28 @@ std::string device_description(std::string& why) {
          std::to_string(prop.l2CacheSize >> 20) + " MiB";
 }
 
-embplan::bench::meter_options meter_defaults() {
-  return embplan::bench::cuda_meter_defaults();
+embplan::meter::meter_options meter_defaults() {
+  return embplan::meter::cuda_meter_defaults();
 }
 
 struct gpu_meter::impl {
-  embplan::bench::cuda_shard_meter meter;
+  embplan::meter::cuda_shard_meter meter;
 };
 
-gpu_meter::gpu_meter(const embplan::bench::meter_options& options)
-    : impl_(std::make_unique<impl>(impl{embplan::bench::cuda_shard_meter(options)})) {}
+gpu_meter::gpu_meter(const embplan::meter::meter_options& options)
+    : impl_(std::make_unique<impl>(impl{embplan::meter::cuda_shard_meter(options)})) {}
 gpu_meter::~gpu_meter() = default;
 
-const embplan::bench::meter_options& gpu_meter::options() const noexcept {
+const embplan::meter::meter_options& gpu_meter::options() const noexcept {
   return impl_->meter.options();
 }
 
-embplan::bench::shard_measurement gpu_meter::measure(std::span<const embplan::table_spec> tables,
+embplan::meter::shard_measurement gpu_meter::measure(std::span<const embplan::table_spec> tables,
                                                      std::uint64_t seed) {
   return impl_->meter.measure(tables, seed);
 }
 
-embplan::bench::shard_measurement gpu_meter::measure(const embplan::bench::prepared_shard& shard) {
+embplan::meter::shard_measurement gpu_meter::measure(const embplan::meter::prepared_shard& shard) {
   return impl_->meter.measure(shard);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The GPU meter behind a plain C++ interface: bench::cuda_shard_meter lives in
+// The GPU meter behind a plain C++ interface: meter::cuda_shard_meter lives in
 // gpu_meter.cu (compiled by nvcc), so the observation and collection drivers
 // (examples/embplan/observe.hpp, collect.hpp) compile with the host compiler.
 #include <cstdint>
@@ -7,8 +7,8 @@
 #include <span>
 #include <string>
 
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/core/table_spec.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 
 namespace embplan_gpu {
 
@@ -16,21 +16,21 @@ namespace embplan_gpu {
 // (and `why` set to the runtime's text) when there is none.
 std::string device_description(std::string& why);
 
-// bench::cuda_meter_defaults(): batch 65,536 (the papers'), shards up to 8 GiB.
-embplan::bench::meter_options meter_defaults();
+// meter::cuda_meter_defaults(): batch 65,536 (the papers'), shards up to 8 GiB.
+embplan::meter::meter_options meter_defaults();
 
 class gpu_meter {
  public:
-  explicit gpu_meter(const embplan::bench::meter_options& options);
+  explicit gpu_meter(const embplan::meter::meter_options& options);
   ~gpu_meter();
   gpu_meter(const gpu_meter&) = delete;
   gpu_meter& operator=(const gpu_meter&) = delete;
 
-  const embplan::bench::meter_options& options() const noexcept;
-  embplan::bench::shard_measurement measure(std::span<const embplan::table_spec> tables,
+  const embplan::meter::meter_options& options() const noexcept;
+  embplan::meter::shard_measurement measure(std::span<const embplan::table_spec> tables,
                                             std::uint64_t seed);
   // A shard laid out and traced already (bench/shard_traces.hpp).
-  embplan::bench::shard_measurement measure(const embplan::bench::prepared_shard& shard);
+  embplan::meter::shard_measurement measure(const embplan::meter::prepared_shard& shard);
 
  private:
   struct impl;

@@ -16,21 +16,21 @@
 #include <string_view>
 #include <utility>
 
-#include "embplan/bench/cpu_meter.hpp"
-#include "embplan/bench/shard_traces.hpp"
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/meter/cpu_meter.hpp"
+#include "embplan/meter/shard_traces.hpp"
 #include "gpu_meter.hpp"
 
 namespace embplan_gpu {
 
 class gpu_meter_cost {
  public:
-  // `options`: the meter's (bench::cuda_meter_defaults() and a protocol);
+  // `options`: the meter's (meter::cuda_meter_defaults() and a protocol);
   // separate is forced on and together off, as the CPU meter's cost model does.
-  explicit gpu_meter_cost(embplan::bench::meter_options options)
+  explicit gpu_meter_cost(embplan::meter::meter_options options)
       : state_(std::make_shared<state>(with_parts(std::move(options)))) {}
 
   std::string_view name() const noexcept { return "cuda-meter"; }
@@ -39,7 +39,7 @@ class gpu_meter_cost {
                                 std::size_t /*device*/) const {
     if (group.empty()) return {};
     const std::lock_guard lock(state_->mutex);
-    embplan::bench::meter_options o = state_->meter.options();
+    embplan::meter::meter_options o = state_->meter.options();
     o.batch_size = std::min(o.batch_size, t.batch_size);
     const auto shard = state_->traces.prepare(t, group, o, "GPU meter", 4);
     const auto m = state_->meter.measure(shard);
@@ -64,16 +64,16 @@ class gpu_meter_cost {
   }
 
  private:
-  static embplan::bench::meter_options with_parts(embplan::bench::meter_options o) {
+  static embplan::meter::meter_options with_parts(embplan::meter::meter_options o) {
     o.separate = true;
     o.together = false;
     return o;
   }
   struct state {
-    explicit state(const embplan::bench::meter_options& o) : meter(o) {}
+    explicit state(const embplan::meter::meter_options& o) : meter(o) {}
     std::mutex mutex;
     gpu_meter meter;
-    embplan::bench::shard_traces traces;
+    embplan::meter::shard_traces traces;
   };
   std::shared_ptr<state> state_;
 };

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     if (device.empty()) throw no_device{why};
     auto o = embplan_gpu::meter_defaults();
     o.protocol = {.warmup = warmup, .runs = runs, .drop = drop, .flush = true};
-    embplan::bench::validate(o);
+    embplan::meter::validate(o);
     return {embplan_cli::any_meter(embplan_gpu::gpu_meter_cost(o)),
             "GPU meter on " + device +
                 " (each device's shard run as one fused CUDA embedding "
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     const embplan_cli::world w;  // one process: no MPI in this program
     if (!co.quiet) std::cerr << "embplan_gpu collect: " << device << '\n';
     return embplan_cli::run_collect(
-        co, w, [](const embplan::bench::meter_options& o) { return embplan_gpu::gpu_meter(o); },
+        co, w, [](const embplan::meter::meter_options& o) { return embplan_gpu::gpu_meter(o); },
         "cuda");
   } catch (const std::exception& e) {
     std::cerr << "embplan_gpu: " << e.what() << '\n';

@@ -1,8 +1,8 @@
 #pragma once
 // check_plan: everything wrong with a plan for a task, each problem naming the
-// table or device and the values (issue 24: "`embplan plan --check plan.json`
-// re-validates a plan against a task (coverage, memory, constraints) and says
-// what is wrong"). The structural checks are validate()'s own
+// table or device and the values (`embplan plan --check plan.json`
+// re-validates a plan against a task: coverage, memory, constraints; see
+// docs/report.md). The structural checks are validate()'s own
 // (core/plan.hpp, plan_problems); the Constraint is replayed over the plan's
 // shards in plan order, as the planner holds a searcher's plan to it.
 
@@ -27,8 +27,7 @@ namespace embplan::inline EMBPLAN_ABI {
 template <constraint Constraint, class Refused>
 void replay_constraint(const task& t, const plan& p, const Constraint& c, Refused&& refused,
                        std::span<const std::uint8_t> usable = {}) {
-  placement_state st(t.cluster.size());
-  st.records_tables = reads_table_record(c);
+  placement_state st(t);  // the record kept whatever c promises: this is the final check
   for (std::size_t i = 0; i < p.shards.size(); ++i) {
     if (!usable.empty() && usable[i] == 0) continue;
     const shard& s = p.shards[i];

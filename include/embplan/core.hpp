@@ -18,6 +18,7 @@
 #include "embplan/core/memory_tier.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/random.hpp"
+#include "embplan/core/storage.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
@@ -29,6 +30,7 @@
 #include "embplan/concepts/searcher.hpp"
 
 // policies
+#include "embplan/concepts/piecewise.hpp"
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/constraint/dim_multiple.hpp"
 #include "embplan/constraint/max_device_dim.hpp"
@@ -45,7 +47,6 @@
 #include "embplan/search/infeasible.hpp"
 #include "embplan/search/local_search.hpp"
 #include "embplan/search/lower_bound.hpp"
-#include "embplan/search/piecewise.hpp"
 #include "embplan/search/random_placement.hpp"
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
@@ -58,12 +59,11 @@
 #include "embplan/rowwise/partition.hpp"
 #include "embplan/rowwise/replication.hpp"
 #include "embplan/rowwise/sizing.hpp"
-#include "embplan/rowwise/split.hpp"
-#include "embplan/rowwise/storage.hpp"
 #include "embplan/rowwise/zipf.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 // composition
 #include "embplan/planner.hpp"
 #include "embplan/presets.hpp"
-// a plan's report: memory, critical path, imbalance, per table (issue 24)
+// a plan's report: memory, critical path, imbalance, per table
 #include "embplan/plan_report.hpp"

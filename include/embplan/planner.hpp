@@ -64,7 +64,7 @@ template <class CostModel>
 using default_meter_t =
     std::conditional_t<cost_unit_of<CostModel> == cost_unit::ms, CostModel, analytic_cost>;
 
-namespace planner_detail {
+namespace detail {
 
 template <class S>
 concept named = requires(const S& s) {
@@ -89,7 +89,7 @@ auto search_return() {
   }
 }
 
-}  // namespace planner_detail
+}  // namespace detail
 
 template <class CostModel, class Searcher, class Constraint, class Reward,
           class Meter = default_meter_t<CostModel>>
@@ -98,17 +98,17 @@ class planner {
   // one a candidate misses (the summary assertion below still fires).
   static constexpr bool policies_ok =
       cost_model<CostModel> && constraint<Constraint> && reward<Reward>;
-  static_assert(!policies_ok || planner_detail::named<Searcher>,
+  static_assert(!policies_ok || detail::named<Searcher>,
                 "embplan::planner: the Searcher has no const member name() returning a "
                 "string_view");
-  static_assert(!policies_ok || planner_detail::can_search<Searcher, CostModel, Constraint, Reward>,
+  static_assert(!policies_ok || detail::can_search<Searcher, CostModel, Constraint, Reward>,
                 "embplan::planner: the Searcher has no const member "
                 "search(const task&, const CostModel&, const Constraint&, const Reward&, "
                 "std::uint64_t seed) callable with these policies");
   static_assert(
-      !policies_ok || !planner_detail::can_search<Searcher, CostModel, Constraint, Reward> ||
-          std::same_as<typename decltype(planner_detail::search_return<Searcher, CostModel,
-                                                                       Constraint, Reward>())::type,
+      !policies_ok || !detail::can_search<Searcher, CostModel, Constraint, Reward> ||
+          std::same_as<typename decltype(detail::search_return<Searcher, CostModel, Constraint,
+                                                               Reward>())::type,
                        search_result>,
       "embplan::planner: Searcher::search(...) must return embplan::search_result "
       "(placement, ok, failure, evaluations, cache counts)");

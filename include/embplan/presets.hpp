@@ -1,50 +1,26 @@
 #pragma once
 // The papers' planners under readable names (as nlohmann/json names
 // `json = basic_json<>`); run the same by name at run time with run_preset
-// (embplan/run_preset.hpp, the CLI's registry).
-//   random_planner              random legal placement, priced by the analytic model
-//   size/dim/lookup/size_lookup_greedy_planner
-//                               sorted greedy over a heuristic cost (NeuroShard
-//                               App. E.1, AutoShard §5.1); plan_result.cost_ms
-//                               is priced by the analytic model, search_cost
-//                               in the heuristic's units
-//   random_search_planner       best of 100 random placements under the analytic
-//                               model (AutoShard §5.3)
-//   torchrec_planner            TorchRec-like: column blocks, greedy proposers and
-//                               perf partitioner on the analytic shard cost
-//                               (NeuroShard App. E.3; search/torchrec_like.hpp)
-//   neuroshard_planner          NeuroShard's online search as its authors' code
-//                               makes it: column beam search + greedy grid search
-//                               with a cost cache (§3.3, Alg. 1-2; faithful_column_beam)
-//   neuroshard_plus_planner     the same search with embplan's six changes
-//                               (column_beam_improvements: distinct splittable
-//                               candidates and states, an unbounded grid pass,
-//                               infeasible states ranked, communication clamped,
-//                               exact grid bounds)
-//   neuroshard_ls_planner       neuroshard_plus, then local search (moves, swaps,
-//                               splits, merges at the bottleneck devices; a
-//                               memory-first start where the beam fits nothing)
-//   portfolio_planner           neuroshard_ls and torchrec_like both plan; the plan
-//                               the reward scores higher is kept (search/best_of.hpp)
-//   basic_neuroshard_planner<Cost>, basic_neuroshard_plus_planner<Cost>,
-//   basic_neuroshard_ls_planner<Cost>, basic_portfolio_planner<Cost>: the same on
-//                               any cost model (e.g. a learned one)
-//   exact_planner               the optimum table-wise plan of a small task (at most
-//                               16 tables by default) under the analytic model:
-//                               depth-first with symmetry breaking (search/exact.hpp)
-//   basic_exact_planner<Cost>   the same on any cost model
-//   dreamshard_planner          DreamShard's trained policy (Alg. 2), in
-//                               rl/dreamshard_preset.hpp (embplan::nn: it needs Eigen,
-//                               this header needs only the standard library)
-//   autoshard_planner           AutoShard's trained policy-value network, in
-//                               rl/autoshard_preset.hpp (likewise)
+// (embplan/run_preset.hpp, the CLI's registry):
+//   random_planner, random_search_planner (AutoShard §5.3),
+//   size/dim/lookup/size_lookup_greedy_planner (sorted greedy on a heuristic
+//   cost: NeuroShard App. E.1, AutoShard §5.1), torchrec_planner (NeuroShard
+//   App. E.3), neuroshard_planner (NeuroShard §3.3, Alg. 1-2, as its authors'
+//   code makes it), neuroshard_plus_planner (embplan's changes to it),
+//   neuroshard_ls_planner (then local search), portfolio_planner
+//   (neuroshard_ls and torchrec_like, the better plan kept), exact_planner
+//   (the optimum table-wise plan of a small task), and basic_*_planner<Cost>
+//   for the same on any cost model. dreamshard_planner and autoshard_planner
+//   live in rl/dreamshard_preset.hpp and rl/autoshard_preset.hpp (they need
+//   Eigen; this header needs only the standard library).
+// The heuristic greedy planners report plan_result.cost_ms priced by the
+// analytic model and search_cost in the heuristic's units.
 // All use default_constraint: memory capacity, columns a multiple of 4, and the
-// user's table_rules (empty unless given: a planner built as
-// random_planner({}, {}, default_constraint{memory_capacity{}, dim_multiple{},
-// table_rules(t, rules)}, {}) honours them; run_preset takes them by name).
-// rowwise_planner_of<P>: P with its searcher behind rowwise::split_oversized,
+// user's table_rules (empty unless given; run_preset takes them by name).
+// rowwise_planner_of<P>: P with its searcher behind stage::split_oversized,
 // so a table that fits no device is split by rows instead of failing the task
-// (rowwise/split.hpp); build its searcher with rowwise::behind_stage.
+// (stage/split_oversized.hpp); build its searcher with stage::behind_stage.
+// Design notes, one line per preset: docs/design/presets.md.
 
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/constraint/all_of.hpp"
@@ -53,7 +29,6 @@
 #include "embplan/planner.hpp"
 #include "embplan/reward/balance.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
-#include "embplan/rowwise/split.hpp"
 #include "embplan/search/best_of.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/exact.hpp"
@@ -62,6 +37,7 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
+#include "embplan/stage/split_oversized.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -102,12 +78,12 @@ using basic_portfolio_planner = planner<Cost, best_of<local_search<column_beam>,
                                         default_constraint, neg_max_cost_reward>;
 using portfolio_planner = basic_portfolio_planner<>;
 
-// Planner with its searcher behind rowwise::split_oversized (a portfolio's
-// members each behind their own: rowwise::behind_stage).
+// Planner with its searcher behind stage::split_oversized (a portfolio's
+// members each behind their own: stage::behind_stage).
 template <class Planner>
 using rowwise_planner_of =
     planner<typename Planner::cost_model_type,
-            rowwise::staged_searcher_t<typename Planner::searcher_type>,
+            stage::staged_searcher_t<typename Planner::searcher_type>,
             typename Planner::constraint_type, typename Planner::reward_type>;
 using rowwise_lookup_greedy_planner = rowwise_planner_of<lookup_greedy_planner>;
 

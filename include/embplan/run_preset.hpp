@@ -3,10 +3,10 @@
 // registry). Kept out of presets.hpp because a call instantiates every preset
 // planner: include it only where a name picks the planner.
 // Each name also runs with the prefix "rowwise_" (e.g. rowwise_lookup_greedy):
-// the same planner behind rowwise::split_oversized, so a table that fits no
-// device is split by rows instead of failing the task (rowwise/split.hpp).
+// the same planner behind stage::split_oversized, so a table that fits no
+// device is split by rows instead of failing the task (stage/split_oversized.hpp).
 // With data_parallel_options{.enabled = true}, any of them first replicates
-// the small tables that are cheaper data-parallel (rowwise/split.hpp).
+// the small tables that are cheaper data-parallel (stage/split_oversized.hpp).
 
 #include <array>
 #include <concepts>
@@ -51,7 +51,7 @@ inline std::string joined_names() {
 
 }  // namespace presets::detail
 
-// The stages before a preset's searcher, all in rowwise::split_oversized:
+// The stages before a preset's searcher, all in stage::split_oversized:
 // the row split of a table that fits no device (the rowwise_ names), the
 // column blocks of tables the user's rules give a min_shards (cut whenever
 // the stage runs), and what the caller asks for (stage_options: data-parallel
@@ -68,7 +68,7 @@ struct preset_stages {
 };
 
 // A preset built outside embplan::core, run by name through a function
-// (stages: behind rowwise::split_oversized, as presets::detail::run builds it;
+// (stages: behind stage::split_oversized, as presets::detail::run builds it;
 // rules: the user's table_rules, planned under as run_preset's other presets).
 using preset_fn = std::function<plan_result(const task& t, std::uint64_t seed,
                                             const preset_stages& stages, const table_rules& rules)>;
@@ -90,16 +90,16 @@ inline std::span<const std::string_view> preset_names() noexcept {
 
 namespace presets::detail {
 
-// `p` as it is, or with its searcher behind rowwise::split_oversized.
+// `p` as it is, or with its searcher behind stage::split_oversized.
 template <class Planner>
 plan_result run(const Planner& p, const preset_stages& stages, const task& t, std::uint64_t seed) {
   if (!stages.any()) return p(t, seed);
   return rowwise_planner_of<Planner>(
       p.cost(),
-      rowwise::behind_stage(p.searcher(), {.split_rows = stages.split_rows,
-                                           .data_parallel = stages.options.data_parallel,
-                                           .layout = stages.options.layout,
-                                           .rows_by_cost = stages.options.rows_by_cost}),
+      stage::behind_stage(p.searcher(), {.split_rows = stages.split_rows,
+                                         .data_parallel = stages.options.data_parallel,
+                                         .layout = stages.options.layout,
+                                         .rows_by_cost = stages.options.rows_by_cost}),
       p.rule(), p.scorer())(t, seed);
 }
 
@@ -141,9 +141,9 @@ preset_fn as_preset_fn(Planner p) {
 // which every preset plans under, in default_constraint; empty by default.
 // `options` (stage_options): the small tables replicated first
 // (data_parallel, off by default); where the rowwise_ presets put a split
-// table's pieces on a cluster of several hosts (layout, rowwise::row_layout;
+// table's pieces on a cluster of several hosts (layout, stage::row_layout;
 // by cost by default); tables that fit cut by rows where cheaper
-// (rows_by_cost, off by default; rowwise/split.hpp).
+// (rows_by_cost, off by default; stage/split_oversized.hpp).
 template <cost_model Model>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed, const Model& model,
                        const preset_models& models, const table_rules& rules,
@@ -194,8 +194,8 @@ template <cost_model Model = analytic_cost>
 plan_result run_preset(std::string_view name, const task& t, std::uint64_t seed = 0,
                        const Model& model = Model{}, const preset_models& models = {},
                        const table_rules& rules = {},
-                       const rowwise::data_parallel_options& data_parallel = {},
-                       rowwise::row_layout layout = rowwise::row_layout::by_cost) {
+                       const stage::data_parallel_options& data_parallel = {},
+                       stage::row_layout layout = stage::row_layout::by_cost) {
   return run_preset(name, t, seed, model, models, rules,
                     stage_options{.data_parallel = data_parallel, .layout = layout});
 }

@@ -1,4 +1,4 @@
-#include "embplan/search/piecewise.hpp"
+#include "embplan/concepts/piecewise.hpp"
 
 #include <doctest/doctest.h>
 
@@ -55,7 +55,7 @@ struct whole_groups {
   }
 };
 static_assert(embplan::cost_model<whole_groups<embplan::analytic_cost>>);
-static_assert(!embplan::search::piecewise_compute<whole_groups<embplan::neural_cost>>::enabled);
+static_assert(!embplan::piecewise_compute<whole_groups<embplan::neural_cost>>::enabled);
 
 // A model outside the library that opts in through the public customisation
 // point, as cost/neural.hpp does: the analytic model's compute, counted.
@@ -83,7 +83,7 @@ using embplan_test::search_task;
 }  // namespace
 
 template <>
-struct embplan::search::piecewise_compute<counted_analytic> {
+struct embplan::piecewise_compute<counted_analytic> {
   using base = piecewise_compute<embplan::analytic_cost>;
   static constexpr bool enabled = true;
   static constexpr bool cache_groups = true;
@@ -147,7 +147,7 @@ TEST_CASE("packed net: finish(start + row terms in order) is bitwise operator(),
 }
 
 TEST_CASE("neural piecewise path is bitwise neural_cost::compute on random groups") {
-  using pw = embplan::search::piecewise_compute<embplan::neural_cost>;
+  using pw = embplan::piecewise_compute<embplan::neural_cost>;
   const auto& model = bundled_model();
   REQUIRE(pw::usable(model));
   const auto t = search_task(5, 24, 2);

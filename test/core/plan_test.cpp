@@ -265,8 +265,8 @@ TEST_CASE("shard_bytes counts HBM by the table's tier; shard_dram_bytes the host
   t.tables[0].placement = {embplan::memory_tier::uvm_caching, 0.1};
   for (const auto& s : {whole, half}) {
     const auto items =
-        embplan::rowwise::shard_storage(t.tables[0], s.rows(), static_cast<std::int32_t>(s.cols()),
-                                        1, t.optimizer_state, t.tables[0].placement);
+        embplan::shard_storage(t.tables[0], s.rows(), static_cast<std::int32_t>(s.cols()), 1,
+                               t.optimizer_state, t.tables[0].placement);
     CHECK(embplan::shard_bytes(t, s) == items.weights.hbm_bytes + items.cache_state.hbm_bytes);
     CHECK(embplan::shard_dram_bytes(t, s) ==
           items.weights.host_bytes + items.optimizer_state.host_bytes);

@@ -1,5 +1,5 @@
 // The split communication methods (concepts/cost_model.hpp,
-// split_communication; issue 22): neural_comm's and neural_cost's
+// split_communication): neural_comm's and neural_cost's
 // backward_communication / forward_communication give, bit for bit, the
 // halves of communication(), or the networks' raw outputs with clamp = false;
 // bad input is refused as communication() refuses it; and the searchers'
@@ -242,11 +242,11 @@ static_assert(embplan::batched_communication<counted_rows>);
 }  // namespace comm_split
 
 template <>
-struct embplan::search::piecewise_compute<comm_split::comm_only>
-    : embplan::search::piecewise_compute<embplan::neural_cost> {};
+struct embplan::piecewise_compute<comm_split::comm_only>
+    : embplan::piecewise_compute<embplan::neural_cost> {};
 template <>
-struct embplan::search::piecewise_compute<comm_split::split_only>
-    : embplan::search::piecewise_compute<embplan::neural_cost> {};
+struct embplan::piecewise_compute<comm_split::split_only>
+    : embplan::piecewise_compute<embplan::neural_cost> {};
 
 static_assert(embplan::split_communication<embplan::neural_comm>);
 static_assert(embplan::split_communication<embplan::neural_cost>);

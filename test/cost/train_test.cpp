@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "embplan/bench/collect.hpp"
 #include "embplan/cost/train_comm.hpp"
 #include "embplan/data/synthetic_pool.hpp"
+#include "embplan/meter/collect.hpp"
 #include "support/message_of.hpp"
 
 namespace {
@@ -76,13 +76,13 @@ TEST_CASE("compute records: every key collect writes is read, an unknown key is 
   {
     const auto pool = embplan::data::synthetic_pool({.seed = 0});
     const std::vector<std::int32_t> dims{4, 8};
-    const auto augmented = embplan::bench::augment(pool.size(), dims);
-    const auto sample = embplan::bench::make_compute_sample(augmented, {}, 3);
-    embplan::bench::shard_measurement m;
+    const auto augmented = embplan::meter::augment(pool.size(), dims);
+    const auto sample = embplan::meter::make_compute_sample(augmented, {}, 3);
+    embplan::meter::shard_measurement m;
     m.forward.mean_ms = 1.0;
     m.backward.mean_ms = 2.0;
     m.total.mean_ms = 3.0;
-    auto record = embplan::bench::compute_record(sample, m, "cpu", 256);
+    auto record = embplan::meter::compute_record(sample, m, "cpu", 256);
     record["reference_ms"] = 0.5;
     const scratch_file f({record.dump()});
     const auto records = embplan::cost::read_compute_records(f.path);
@@ -119,10 +119,10 @@ TEST_CASE("comm records: every key collect writes is read, an unknown key is ref
   {
     const auto pool = embplan::data::synthetic_pool({.seed = 0});
     const std::vector<std::int32_t> dims{4, 8};
-    const auto augmented = embplan::bench::augment(pool.size(), dims);
-    const auto sample = embplan::bench::make_placement_sample(pool, augmented, {}, 5);
-    const auto costs = embplan::bench::analytic_comm(sample, 1024);
-    const scratch_file f({embplan::bench::comm_record(sample, costs, "analytic", 1024).dump()});
+    const auto augmented = embplan::meter::augment(pool.size(), dims);
+    const auto sample = embplan::meter::make_placement_sample(pool, augmented, {}, 5);
+    const auto costs = embplan::meter::analytic_comm(sample, 1024);
+    const scratch_file f({embplan::meter::comm_record(sample, costs, "analytic", 1024).dump()});
     const auto records = embplan::cost::read_comm_records(f.path);
     REQUIRE(records.size() == 1);
     CHECK(records[0].id == 5);

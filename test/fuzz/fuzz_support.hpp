@@ -1,7 +1,7 @@
 #pragma once
 // What the harnesses share: the libFuzzer entry point's signature, the one
 // exception a reader may throw, and a scratch file for readers that take a
-// path (issue 19, "Fuzzing in the project").
+// path (CONTRIBUTING.md, fuzzing).
 //
 // A harness feeds one input to one reader and accepts only embplan::error:
 // any other exception escapes LLVMFuzzerTestOneInput (libFuzzer reports it as

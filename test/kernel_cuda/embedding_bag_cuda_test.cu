@@ -16,11 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "embplan/bench/cuda_meter.cuh"
-#include "embplan/bench/cuda_timer.cuh"
 #include "embplan/core/random.hpp"
 #include "embplan/kernel/embedding_bag.cuh"
 #include "embplan/kernel/embedding_bag.hpp"
+#include "embplan/meter/cuda_meter.cuh"
+#include "embplan/meter/cuda_timer.cuh"
 
 namespace k = embplan::kernel;
 
@@ -332,17 +332,17 @@ TEST_SUITE("host") {
   }
 
   TEST_CASE("the GPU meter checks options and tables before any CUDA call") {
-    embplan::bench::meter_options o = embplan::bench::cuda_meter_defaults();
+    embplan::meter::meter_options o = embplan::meter::cuda_meter_defaults();
     CHECK(o.batch_size == 65536);
     o.repeats = 0;
-    const std::string repeats = message_of([&] { embplan::bench::cuda_shard_meter meter(o); });
+    const std::string repeats = message_of([&] { embplan::meter::cuda_shard_meter meter(o); });
     CHECK(repeats.find("meter.repeats") != std::string::npos);
     o.repeats = 1;
     o.reference = true;
-    const std::string reference = message_of([&] { embplan::bench::cuda_shard_meter meter(o); });
+    const std::string reference = message_of([&] { embplan::meter::cuda_shard_meter meter(o); });
     CHECK(reference.find("meter.reference") != std::string::npos);
     CHECK(reference.find("true") != std::string::npos);
-    embplan::bench::cuda_shard_meter meter({.batch_size = 64});
+    embplan::meter::cuda_shard_meter meter({.batch_size = 64});
     embplan::table_spec t;
     t.name = "t";
     t.rows = 100;
@@ -484,10 +484,10 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("the GPU meter measures a shard: positive, ordered, fp32 and fp16") {
-    embplan::bench::meter_options o = embplan::bench::cuda_meter_defaults();
+    embplan::meter::meter_options o = embplan::meter::cuda_meter_defaults();
     o.batch_size = 1024;
     o.protocol = {.warmup = 1, .runs = 5, .drop = 1};
-    embplan::bench::cuda_shard_meter meter(o);
+    embplan::meter::cuda_shard_meter meter(o);
     std::vector<embplan::table_spec> tables;
     for (int i = 0; i < 3; ++i) {
       embplan::table_spec t;
@@ -517,7 +517,7 @@ TEST_SUITE("gpu") {
     const auto weights = random_weights<float>(42, p.layout.total_weights());
     k::device_tbe<float> tbe(p.layout, weights);
     tbe.upload_batch(p.view(false));
-    embplan::bench::cuda_event_timer timer(nullptr);
+    embplan::meter::cuda_event_timer timer(nullptr);
     timer.start();
     for (int i = 0; i < 10; ++i)
       tbe.forward(k::pooling_mode::sum);

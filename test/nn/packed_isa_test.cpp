@@ -1,5 +1,5 @@
 // The packed network gives the same floats, bit for bit, on every kernel
-// (scalar, AVX2, AVX-512; issue 19 item 6): the kernels follow one
+// (scalar, AVX2, AVX-512): the kernels follow one
 // arithmetic contract (nn/detail/packed_layers.hpp). Each wide kernel is
 // compared with the scalar one where this CPU runs it; a skipped kernel is
 // reported on stdout.

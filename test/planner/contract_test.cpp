@@ -1,4 +1,4 @@
-// The policies' contract as the planner enforces it (DESIGN.md, "Principles"):
+// The policies' contract as the planner enforces it (docs/design.md, "Principles"):
 // no plan leaves a planner that its Constraint refuses, and a constraint that
 // names a table by index means the caller's table through every wrapper.
 
@@ -15,7 +15,6 @@
 #include "embplan/cost/heuristic.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
-#include "embplan/rowwise/split.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/grid_greedy.hpp"
 #include "embplan/search/local_search.hpp"
@@ -23,6 +22,7 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 #include "support/pin.hpp"
 #include "support/random_task.hpp"
@@ -67,7 +67,7 @@ void check_every_wrapper(const Searcher& search, std::string_view label) {
     const pin rule{.table = 3, .device = device};
     // Behind split_oversized: the oversized table is split by rows, the rest
     // searched as a sub-task; the pin still means the caller's table 3.
-    using wrapped = embplan::rowwise::split_oversized<Searcher>;
+    using wrapped = embplan::stage::split_oversized<Searcher>;
     const embplan::planner<embplan::analytic_cost, wrapped, pinned, embplan::neg_max_cost_reward> p(
         {}, wrapped{.inner = search}, pinned{{}, {}, rule}, {});
     const auto r = p(t, 5);
@@ -97,11 +97,11 @@ struct careless {
 
 }  // namespace
 
-TEST_CASE("a pin by table index holds behind rowwise::split_oversized (the issue's repro)") {
+TEST_CASE("a pin by table index holds behind stage::split_oversized (the issue's repro)") {
   const auto t = oversized_task();
   const pin rule{.table = 3, .device = 2};
   using p_t = embplan::planner<embplan::analytic_cost,
-                               embplan::rowwise::split_oversized<embplan::sorted_greedy>, pinned,
+                               embplan::stage::split_oversized<embplan::sorted_greedy>, pinned,
                                embplan::neg_max_cost_reward>;
   const auto r = p_t({}, {}, pinned{{}, {}, rule}, {})(t, 0);
   check_pinned(r, t, rule);

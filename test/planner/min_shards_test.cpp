@@ -1,6 +1,6 @@
-// min_shards (issue 24, user constraints): a table placed as at least this
+// min_shards (user constraints, docs/constraints.md): a table placed as at least this
 // many pieces. The rules name it, check_plan counts it, and every preset keeps
-// it through rowwise::split_oversized's column blocks.
+// it through stage::split_oversized's column blocks.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -14,8 +14,8 @@
 #include "embplan/core/error.hpp"
 #include "embplan/io/json_constraints.hpp"
 #include "embplan/io/json_file.hpp"
-#include "embplan/rowwise/split.hpp"
 #include "embplan/run_preset.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 #include "support/message_of.hpp"
 #include "support/random_task.hpp"
@@ -50,9 +50,9 @@ std::set<std::uint32_t> devices_holding(const embplan::plan& p, std::size_t tabl
 
 TEST_CASE("column_blocks cuts a dim into multiples of 4, as equal as they can be") {
   using blocks = std::vector<std::pair<std::int32_t, std::int32_t>>;
-  CHECK(embplan::rowwise::detail::column_blocks(48, 3) == blocks{{0, 16}, {16, 32}, {32, 48}});
-  CHECK(embplan::rowwise::detail::column_blocks(20, 3) == blocks{{0, 8}, {8, 16}, {16, 20}});
-  CHECK(embplan::rowwise::detail::column_blocks(8, 1) == blocks{{0, 8}});
+  CHECK(embplan::stage::detail::column_blocks(48, 3) == blocks{{0, 16}, {16, 32}, {32, 48}});
+  CHECK(embplan::stage::detail::column_blocks(20, 3) == blocks{{0, 8}, {8, 16}, {16, 20}});
+  CHECK(embplan::stage::detail::column_blocks(8, 1) == blocks{{0, 8}});
 }
 
 TEST_CASE("min_shards: every preset places the table as at least that many pieces") {

@@ -11,8 +11,8 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/memory_tier.hpp"
+#include "embplan/core/storage.hpp"
 #include "embplan/core/table_spec.hpp"
-#include "embplan/rowwise/storage.hpp"
 
 using embplan::memory_tier;
 using embplan::optimizer;
@@ -287,7 +287,7 @@ TEST_CASE("under an HBM budget: HBM if the table fits, else the largest useful c
   const auto t = sized_table();
   const std::int64_t batch = 1'000;
   const auto opt = optimizer::rowwise_adagrad;
-  const auto in_hbm = rw::table_storage(t, batch, opt, {.tier = memory_tier::hbm});
+  const auto in_hbm = embplan::table_storage(t, batch, opt, {.tier = memory_tier::hbm});
   auto c = rw::cheapest_tier_within_budget(t, batch, opt, in_hbm.total().hbm_bytes);
   CHECK(c.placement.tier == memory_tier::hbm);
   CHECK(c.cache.miss_ratio == 0.0);
@@ -295,7 +295,7 @@ TEST_CASE("under an HBM budget: HBM if the table fits, else the largest useful c
 
   const auto curve = rw::table_miss_ratio_curve(t, batch);
   const auto useful = static_cast<std::uint64_t>(std::ceil(curve.saturation_rows()));
-  const auto slot = rw::cache_slot_bytes(t.dim, t.weight_dtype, rw::cache_policy::lru);
+  const auto slot = embplan::cache_slot_bytes(t.dim, t.weight_dtype, embplan::cache_policy::lru);
   // Brute force over every cache size: the fewest misses within the budget,
   // and of those the fewest rows.
   // HBM at any cache size: inputs and outputs 10,000 x 8 + 1,001 x 8 + 2 x
@@ -315,7 +315,7 @@ TEST_CASE("under an HBM budget: HBM if the table fits, else the largest useful c
     for (std::uint64_t rows = 1; rows <= static_cast<std::uint64_t>(t.rows); ++rows) {
       const embplan::tier_placement p{.tier = memory_tier::uvm_caching,
                                       .load_factor = static_cast<double>(rows) / 1e4};
-      if (rw::table_storage(t, batch, opt, p).total().hbm_bytes > budget) break;
+      if (embplan::table_storage(t, batch, opt, p).total().hbm_bytes > budget) break;
       const double m = curve.miss_ratio(static_cast<double>(rows));
       if (m < best - 1e-15) {
         best = m;

@@ -14,10 +14,10 @@
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/presets.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
-#include "embplan/rowwise/split.hpp"
 #include "embplan/run_preset.hpp"
 #include "embplan/search/local_search.hpp"
 #include "embplan/search/torchrec_like.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 #include "support/random_task.hpp"
 
@@ -90,12 +90,12 @@ static_assert(embplan::searcher_uses_reward<embplan::best_of<embplan::torchrec_l
 static_assert(embplan::is_best_of<embplan::best_of<embplan::torchrec_like>>);
 static_assert(!embplan::is_best_of<embplan::torchrec_like>);
 static_assert(
-    std::is_same_v<embplan::rowwise::staged_searcher_t<
+    std::is_same_v<embplan::stage::staged_searcher_t<
                        embplan::best_of<embplan::local_search<>, embplan::torchrec_like>>,
-                   embplan::best_of<embplan::rowwise::split_oversized<embplan::local_search<>>,
-                                    embplan::rowwise::split_oversized<embplan::torchrec_like>>>);
-static_assert(std::is_same_v<embplan::rowwise::staged_searcher_t<embplan::torchrec_like>,
-                             embplan::rowwise::split_oversized<embplan::torchrec_like>>);
+                   embplan::best_of<embplan::stage::split_oversized<embplan::local_search<>>,
+                                    embplan::stage::split_oversized<embplan::torchrec_like>>>);
+static_assert(std::is_same_v<embplan::stage::staged_searcher_t<embplan::torchrec_like>,
+                             embplan::stage::split_oversized<embplan::torchrec_like>>);
 
 TEST_CASE("best_of keeps the plan the reward scores highest, the first on a tie") {
   const embplan::analytic_cost model;
@@ -148,7 +148,7 @@ TEST_CASE("best_of's made_by names the member whose plan it kept, by place and l
 TEST_CASE("searcher_label: a wrapper names what it wraps; else the searcher's name") {
   CHECK(embplan::searcher_label(embplan::torchrec_like{}) == "torchrec_like");
   CHECK(embplan::searcher_label(embplan::local_search<>{}) == "local_search(column_beam)");
-  CHECK(embplan::searcher_label(embplan::rowwise::split_oversized<embplan::torchrec_like>{}) ==
+  CHECK(embplan::searcher_label(embplan::stage::split_oversized<embplan::torchrec_like>{}) ==
         "rowwise_split(torchrec_like)");
   CHECK(embplan::searcher_label(
             embplan::best_of<embplan::local_search<>, embplan::torchrec_like>{}) ==

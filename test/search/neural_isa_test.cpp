@@ -1,5 +1,5 @@
 // Plans on the learned cost model do not depend on the packed network's
-// kernel (issue 19 item 6): NeuroShard's search and its local-search variant
+// kernel: NeuroShard's search and its local-search variant
 // on seeded NeuroShard-protocol tasks give the same placement and the same
 // costs, bit for bit, whether neural_cost runs the scalar, AVX2 or AVX-512
 // kernel (each only where this CPU runs it; a skipped one is reported).

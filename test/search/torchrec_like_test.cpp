@@ -64,7 +64,7 @@ TEST_CASE("torchrec_like: bad block bound, infeasible task named") {
 
 namespace {
 
-// torchrec_like as it was before proposals were streamed (issue 19 item 9):
+// torchrec_like as it was before proposals were streamed:
 // every proposal kept, each partitioned in full by scanning all devices. The
 // reference the streaming search must match plan for plan.
 template <class Constraint, class Reward>

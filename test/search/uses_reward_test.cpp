@@ -20,7 +20,6 @@
 #include "embplan/reward/balance.hpp"
 #include "embplan/reward/memory_penalty.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
-#include "embplan/rowwise/split.hpp"
 #include "embplan/search/column_beam.hpp"
 #include "embplan/search/grid_greedy.hpp"
 #include "embplan/search/local_search.hpp"
@@ -28,6 +27,7 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 #include "support/random_task.hpp"
 
@@ -79,15 +79,14 @@ static_assert(embplan::searcher_uses_reward<embplan::local_search<>>);
 static_assert(embplan::searcher_uses_reward<embplan::local_search<embplan::sorted_greedy>>);
 static_assert(embplan::searcher_uses_reward<embplan::torchrec_like>);
 static_assert(embplan::searcher_uses_reward<embplan::random_search>);
-static_assert(
-    embplan::searcher_uses_reward<embplan::rowwise::split_oversized<embplan::grid_greedy>>);
+static_assert(embplan::searcher_uses_reward<embplan::stage::split_oversized<embplan::grid_greedy>>);
 static_assert(!embplan::searcher_uses_reward<embplan::sorted_greedy>);
 static_assert(!embplan::searcher_uses_reward<embplan::random_placement>);
 static_assert(
-    !embplan::searcher_uses_reward<embplan::rowwise::split_oversized<embplan::sorted_greedy>>);
+    !embplan::searcher_uses_reward<embplan::stage::split_oversized<embplan::sorted_greedy>>);
 static_assert(declares_uses_reward<embplan::sorted_greedy>);
 static_assert(declares_uses_reward<embplan::random_placement>);
-static_assert(declares_uses_reward<embplan::rowwise::split_oversized<embplan::sorted_greedy>>);
+static_assert(declares_uses_reward<embplan::stage::split_oversized<embplan::sorted_greedy>>);
 
 // A user searcher that omits the member counts as not using the reward.
 struct silent_searcher {
@@ -234,7 +233,7 @@ TEST_CASE("split_oversized hands the reward to its inner searcher") {
   t.tables[3].name = "huge";
   t.tables[3].dim = 128;
   t.tables[3].rows = 1'100'000;  // 128 x 4 B x 1.1e6 = 537 MiB > 512 MiB per device
-  const embplan::rowwise::split_oversized<embplan::grid_greedy> s{.inner = {.grid = 5}};
+  const embplan::stage::split_oversized<embplan::grid_greedy> s{.inner = {.grid = 5}};
   check_steered(s, t, light_device_zero_reward{}, by_evaluate);
   const auto r = s.search(t, embplan::analytic_cost{}, embplan::default_constraint{},
                           light_device_zero_reward{}, 0);

@@ -1,5 +1,5 @@
-// Data-parallel tables (issue 24, sharding types): the copies in a plan, how
-// they are checked, priced, written and chosen (rowwise/split.hpp).
+// Data-parallel tables (docs/sharding.md): the copies in a plan, how
+// they are checked, priced, written and chosen (stage/split_oversized.hpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,8 +16,8 @@
 #include "embplan/io/json_plan.hpp"
 #include "embplan/io/torchrec.hpp"
 #include "embplan/presets.hpp"
-#include "embplan/rowwise/split.hpp"
 #include "embplan/run_preset.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 #include "support/message_of.hpp"
 #include "support/random_task.hpp"
@@ -41,7 +41,7 @@ embplan::plan with_copies(const embplan::task& t, std::size_t ti) {
   for (std::size_t i = 0; i < t.tables.size(); ++i) {
     if (i == ti) {
       for (std::size_t d = 0; d < t.cluster.size(); ++d)
-        p.shards.push_back(embplan::rowwise::data_parallel_copy(t, i, d));
+        p.shards.push_back(embplan::stage::data_parallel_copy(t, i, d));
     } else {
       p.shards.push_back(embplan::whole_table(t, i, i % t.cluster.size()));
     }
@@ -144,7 +144,7 @@ TEST_CASE("the analytic model prices a copy as the table on 1/D of the batch") {
   auto quarter = t;
   quarter.batch_size = t.batch_size / 4;
   const embplan::analytic_cost model;
-  const auto copy = embplan::rowwise::data_parallel_copy(t, 0, 2);
+  const auto copy = embplan::stage::data_parallel_copy(t, 0, 2);
   CHECK(model.piece_forward_ms(t, copy, 2) ==
         doctest::Approx(model.piece_forward_ms(quarter, embplan::whole_table(quarter, 0, 2), 2))
             .epsilon(1e-12));
@@ -180,7 +180,7 @@ TEST_CASE("evaluate adds the copies' compute and one all-reduce of their gradien
   for (std::size_t d = 0; d < 4; ++d) {
     CHECK(cost.devices[d].bwd_comm_ms == doctest::Approx(base.devices[d].bwd_comm_ms + reduce));
     const double copy_ms =
-        model.piece_forward_ms(t, embplan::rowwise::data_parallel_copy(t, 0, d), d);
+        model.piece_forward_ms(t, embplan::stage::data_parallel_copy(t, 0, d), d);
     const double launch =
         base.devices[d].fwd_compute_ms == 0.0 ? model.options.kernel_launch_ms : 0;
     CHECK(cost.devices[d].fwd_compute_ms ==
@@ -213,7 +213,7 @@ TEST_CASE("copies round-trip through JSON and export as TorchRec's data_parallel
 
 TEST_CASE("user rules: data_parallel is a sharding kind like the others") {
   const auto t = small_and_large();
-  const auto copy = embplan::rowwise::data_parallel_copy(t, 0, 1);
+  const auto copy = embplan::stage::data_parallel_copy(t, 0, 1);
   const embplan::placement_state empty(4);
   const embplan::table_rules only_whole(
       t, {.tables = {{.table = 0, .sharding = {embplan::sharding_kind::table_wise}}}});
@@ -248,7 +248,7 @@ embplan::task tiny_tables_task() {
   return t;
 }
 
-embplan::rowwise::data_parallel_options on() {
+embplan::stage::data_parallel_options on() {
   return {.enabled = true};
 }
 
@@ -280,7 +280,7 @@ TEST_CASE(
     "no copies where they do not pay, where the memory budget is zero, or where rules forbid") {
   auto t = tiny_tables_task();
   const embplan::torchrec_planner base;
-  const auto run = [&](const embplan::task& task, embplan::rowwise::data_parallel_options o,
+  const auto run = [&](const embplan::task& task, embplan::stage::data_parallel_options o,
                        const embplan::table_rules& rules = {}) {
     using wrapped = embplan::rowwise_planner_of<embplan::torchrec_planner>;
     const wrapped p({}, {.inner = {}, .split_rows = false, .data_parallel = o},

@@ -1,5 +1,5 @@
-// Row pieces for tables that fit (rowwise::split_oversized::rows_by_cost,
-// issue 24: "the planner picks the sharding type per table by cost").
+// Row pieces for tables that fit (stage::split_oversized::rows_by_cost: the
+// planner picks the sharding type per table by cost).
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -16,8 +16,8 @@
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/presets.hpp"
-#include "embplan/rowwise/split.hpp"
 #include "embplan/run_preset.hpp"
+#include "embplan/stage/split_oversized.hpp"
 #include "embplan/stage_options.hpp"
 
 #include "support/random_task.hpp"
@@ -27,7 +27,7 @@ namespace {
 // `p` behind the row stage, rows_by_cost as given.
 template <class Planner, class Rule>
 embplan::rowwise_planner_of<Planner> rows_staged(const Planner& p, bool by_cost, const Rule& rule) {
-  return {p.cost(), embplan::rowwise::behind_stage(p.searcher(), {.rows_by_cost = by_cost}), rule,
+  return {p.cost(), embplan::stage::behind_stage(p.searcher(), {.rows_by_cost = by_cost}), rule,
           p.scorer()};
 }
 template <class Planner>
@@ -190,7 +190,7 @@ TEST_CASE("merge_abutting_rows joins a cut table's pieces on one device whose ro
     // abut them; a table not cut (0) is left alone, in its place.
     std::vector<embplan::shard> shards{piece(1, 1, 0, 10, dim), other, piece(1, 2, 20, 30, dim),
                                        piece(1, 1, 10, 20, dim), piece(1, 1, 30, 40, dim)};
-    embplan::rowwise::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
+    embplan::stage::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
     CHECK(shards == std::vector<embplan::shard>{piece(1, 1, 0, 20, dim), other,
                                                 piece(1, 2, 20, 30, dim),
                                                 piece(1, 1, 30, 40, dim)});
@@ -200,7 +200,7 @@ TEST_CASE("merge_abutting_rows joins a cut table's pieces on one device whose ro
   {
     // All four on one device: the whole table.
     auto shards = all_on_one;
-    embplan::rowwise::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
+    embplan::stage::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
     CHECK(shards == std::vector<embplan::shard>{embplan::whole_table(t, 1, 3)});
   }
   {
@@ -211,14 +211,14 @@ TEST_CASE("merge_abutting_rows joins a cut table's pieces on one device whose ro
     const embplan::default_constraint rule{embplan::memory_capacity{}, embplan::dim_multiple{},
                                            embplan::table_rules(t, c)};
     auto shards = all_on_one;
-    embplan::rowwise::detail::merge_abutting_rows(t, rule, row_cut, shards);
+    embplan::stage::detail::merge_abutting_rows(t, rule, row_cut, shards);
     CHECK(shards == std::vector<embplan::shard>{piece(1, 3, 0, 30, dim), piece(1, 3, 30, 40, dim)});
   }
   {
     // Pieces of other columns, or other devices, stay apart.
     std::vector<embplan::shard> shards{piece(1, 0, 0, 20, dim), piece(1, 1, 20, 40, dim)};
     const auto before = shards;
-    embplan::rowwise::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
+    embplan::stage::detail::merge_abutting_rows(t, embplan::paper_constraint{}, row_cut, shards);
     CHECK(shards == before);
   }
 }
@@ -268,8 +268,8 @@ TEST_CASE("abutting row pieces are merged only where the reward scores the merge
     embplan::plan p{apart};
     const auto& shards = p.shards;
     const per_piece_model model{.per_shard_ms = 50.0};
-    CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(t, model, rule, score,
-                                                                       row_cut, p) == 2);
+    CHECK(embplan::stage::detail::merge_abutting_rows_if_no_costlier(t, model, rule, score, row_cut,
+                                                                     p) == 2);
     REQUIRE(shards.size() == 3);
     CHECK(shards[1] == embplan::whole_table(t, 1, 1));
   }
@@ -278,8 +278,8 @@ TEST_CASE("abutting row pieces are merged only where the reward scores the merge
     embplan::plan p{apart};
     const auto& shards = p.shards;
     const per_piece_model model{.per_row_squared_ms = 0.1};
-    CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(t, model, rule, score,
-                                                                       row_cut, p) == 2);
+    CHECK(embplan::stage::detail::merge_abutting_rows_if_no_costlier(t, model, rule, score, row_cut,
+                                                                     p) == 2);
     CHECK(shards == apart);
   }
   {
@@ -287,8 +287,8 @@ TEST_CASE("abutting row pieces are merged only where the reward scores the merge
     embplan::plan p{{apart[0], apart[1], apart[3]}};
     const auto& shards = p.shards;
     const auto before = shards;
-    CHECK(embplan::rowwise::detail::merge_abutting_rows_if_no_costlier(t, per_piece_model{}, rule,
-                                                                       score, row_cut, p) == 0);
+    CHECK(embplan::stage::detail::merge_abutting_rows_if_no_costlier(t, per_piece_model{}, rule,
+                                                                     score, row_cut, p) == 0);
     CHECK(shards == before);
   }
 }

@@ -1,4 +1,4 @@
-#include "embplan/rowwise/split.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 #include <doctest/doctest.h>
 
@@ -25,8 +25,8 @@
 
 #include "support/random_task.hpp"
 
-static_assert(embplan::searcher<embplan::rowwise::split_oversized<embplan::sorted_greedy>>);
-static_assert(embplan::searcher<embplan::rowwise::split_oversized<embplan::random_placement>>);
+static_assert(embplan::searcher<embplan::stage::split_oversized<embplan::sorted_greedy>>);
+static_assert(embplan::searcher<embplan::stage::split_oversized<embplan::random_placement>>);
 
 namespace {
 
@@ -95,7 +95,7 @@ TEST_CASE("row-wise plans round-trip through JSON and show row offsets in the To
 
 TEST_CASE("hot rows are replicated on the other row-shard devices, memory counted") {
   const auto t = huge_task();
-  const embplan::rowwise::split_oversized<embplan::sorted_greedy> search{.hot_rows = 1'000};
+  const embplan::stage::split_oversized<embplan::sorted_greedy> search{.hot_rows = 1'000};
   const auto r = search.search(t, embplan::lookup_cost{}, embplan::default_constraint{},
                                embplan::balance_reward{}, 0);
   REQUIRE(r.ok);
@@ -194,16 +194,16 @@ TEST_CASE("with user rules, the stage asks about unruled tables on the sub-task:
     CHECK_NOTHROW(embplan::validate(t, fast.placement, {.dim_multiple = 4, .memory = true}));
     return fast.placement;
   };
-  const auto ls = both(embplan::rowwise::split_oversized<embplan::local_search<>>{
+  const auto ls = both(embplan::stage::split_oversized<embplan::local_search<>>{
       .split_rows = true, .data_parallel = {.enabled = true}});
-  const auto greedy = both(embplan::rowwise::split_oversized<embplan::sorted_greedy>{
+  const auto greedy = both(embplan::stage::split_oversized<embplan::sorted_greedy>{
       .split_rows = true, .data_parallel = {.enabled = true}});
   // The grid search skips devices whose room (in_full_task::room: the memory
   // capacity's on the sub-task) a piece exceeds; the general path offers no
   // room, so each device is asked.
   static_assert(embplan::room_bounding_constraint<
-                embplan::rowwise::detail::in_full_task<embplan::default_constraint>>);
-  const auto beam = both(embplan::rowwise::split_oversized<embplan::column_beam>{
+                embplan::stage::detail::in_full_task<embplan::default_constraint>>);
+  const auto beam = both(embplan::stage::split_oversized<embplan::column_beam>{
       .split_rows = true, .data_parallel = {.enabled = true}});
   for (const auto* p : {&ls, &greedy, &beam}) {
     std::size_t row_pieces = 0;

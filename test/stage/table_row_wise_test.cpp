@@ -1,6 +1,6 @@
-// Table-row-wise, table-column-wise and grid pieces (issue 24, sharding
+// Table-row-wise, table-column-wise and grid pieces (docs/sharding.md, sharding
 // types): how they are named, priced (table_row_wise_traffic, evaluate) and
-// chosen (rowwise::split_oversized's layouts).
+// chosen (stage::split_oversized's layouts).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/io/torchrec.hpp"
 #include "embplan/presets.hpp"
-#include "embplan/rowwise/split.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 namespace {
 
@@ -220,7 +220,7 @@ embplan::task oversized_task(double intra_gbps, double inter_gbps) {
   return t;
 }
 
-embplan::plan_result plan_with(const embplan::task& t, embplan::rowwise::row_layout layout) {
+embplan::plan_result plan_with(const embplan::task& t, embplan::stage::row_layout layout) {
   using base = embplan::torchrec_planner;
   using wrapped = embplan::rowwise_planner_of<base>;
   const base b;
@@ -238,7 +238,7 @@ std::vector<embplan::shard> pieces_of(const embplan::plan& p, std::uint32_t ti) 
 }  // namespace
 
 TEST_CASE("split layouts: table_row_wise and grid on fast host links, row_wise on slow ones") {
-  using embplan::rowwise::row_layout;
+  using embplan::stage::row_layout;
   const std::uint32_t big = 40;
   const std::uint32_t huge = 41;
   // NVLink-class links inside a host, a slower network between.
@@ -255,8 +255,8 @@ TEST_CASE("split layouts: table_row_wise and grid on fast host links, row_wise o
   CHECK(type_of(fast, spread.placement, huge) == "row_wise");
   // by_cost takes the layout whose estimate is the lower, per table.
   CHECK(by_cost.placement == host_first.placement);
-  CHECK(embplan::rowwise::detail::layout_comm_ms(fast, pieces_of(host_first.placement, huge)) <
-        embplan::rowwise::detail::layout_comm_ms(fast, pieces_of(spread.placement, huge)));
+  CHECK(embplan::stage::detail::layout_comm_ms(fast, pieces_of(host_first.placement, huge)) <
+        embplan::stage::detail::layout_comm_ms(fast, pieces_of(spread.placement, huge)));
   CHECK(by_cost.cost_ms.max_ms() < spread.cost_ms.max_ms());
 
   // Host links 25x slower than the network: the reduce-scatter costs more
@@ -270,8 +270,8 @@ TEST_CASE("split layouts: table_row_wise and grid on fast host links, row_wise o
   CHECK(type_of(slow, slow_first.placement, big) == "table_row_wise");
   CHECK(type_of(slow, slow_cost.placement, huge) == "row_wise");
   CHECK(type_of(slow, slow_cost.placement, big) == "row_wise");
-  CHECK(embplan::rowwise::detail::layout_comm_ms(slow, pieces_of(slow_cost.placement, big)) <
-        embplan::rowwise::detail::layout_comm_ms(slow, pieces_of(slow_first.placement, big)));
+  CHECK(embplan::stage::detail::layout_comm_ms(slow, pieces_of(slow_cost.placement, big)) <
+        embplan::stage::detail::layout_comm_ms(slow, pieces_of(slow_first.placement, big)));
   CHECK(slow_cost.cost_ms.max_ms() < slow_first.cost_ms.max_ms());
 
   // One host of 16: every layout is the row_wise split.
@@ -287,8 +287,8 @@ TEST_CASE("a split that fits no layout says so") {
   auto t = oversized_task(150.0, 12.5);
   t.tables[41].rows = 40'000'000;  // more than all 16 GiB
   for (const auto layout :
-       {embplan::rowwise::row_layout::by_cost, embplan::rowwise::row_layout::host_first,
-        embplan::rowwise::row_layout::row_wise}) {
+       {embplan::stage::row_layout::by_cost, embplan::stage::row_layout::host_first,
+        embplan::stage::row_layout::row_wise}) {
     const auto r = plan_with(t, layout);
     CHECK_FALSE(r.ok);
     CHECK(r.failure.find("'huge'") != std::string::npos);

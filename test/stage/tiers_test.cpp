@@ -1,4 +1,4 @@
-#include "embplan/rowwise/tiers.hpp"
+#include "embplan/stage/tiers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -56,7 +56,7 @@ TEST_CASE("choose_tiers: nothing moves when the tables fit") {
   auto t = crowded();
   for (auto& d : t.cluster.devices)
     d.memory_bytes = 100'000'000;
-  CHECK(embplan::choose_tiers(t).empty());
+  CHECK(embplan::stage::choose_tiers(t).empty());
   for (const auto& s : t.tables)
     CHECK(s.placement.tier == embplan::memory_tier::hbm);
 }
@@ -64,9 +64,9 @@ TEST_CASE("choose_tiers: nothing moves when the tables fit") {
 TEST_CASE("choose_tiers: moves the cheapest tables per byte freed until the need fits") {
   auto t = crowded();
   const auto before = t;
-  const auto moves = embplan::choose_tiers(t);
+  const auto moves = embplan::stage::choose_tiers(t);
   REQUIRE(!moves.empty());
-  CHECK(static_cast<double>(embplan::tables_hbm_bytes(t)) <= 0.9 * 16'000'000);
+  CHECK(static_cast<double>(embplan::stage::tables_hbm_bytes(t)) <= 0.9 * 16'000'000);
   for (const auto& m : moves) {
     CHECK(t.tables[m.table].placement == m.placement);
     CHECK(m.placement.tier != embplan::memory_tier::hbm);
@@ -86,7 +86,7 @@ TEST_CASE("choose_tiers: moves the cheapest tables per byte freed until the need
   }
   // Deterministic.
   auto again = crowded();
-  const auto moves2 = embplan::choose_tiers(again);
+  const auto moves2 = embplan::stage::choose_tiers(again);
   REQUIRE(moves2.size() == moves.size());
   for (std::size_t k = 0; k < moves.size(); ++k) {
     CHECK(moves2[k].table == moves[k].table);
@@ -98,13 +98,13 @@ TEST_CASE("choose_tiers: moves the cheapest tables per byte freed until the need
 TEST_CASE("choose_tiers: fixed tables stay; bad options are named") {
   auto t = crowded();
   const std::vector<bool> fixed{true, true, true, true};
-  CHECK(embplan::choose_tiers(t, {}, fixed).empty());
+  CHECK(embplan::stage::choose_tiers(t, {}, fixed).empty());
   const std::vector<bool> some{false, true, true, true};
-  const auto moves = embplan::choose_tiers(t, {}, some);
+  const auto moves = embplan::stage::choose_tiers(t, {}, some);
   REQUIRE(moves.size() == 1);
   CHECK(moves[0].table == 0);
   try {
-    (void)embplan::choose_tiers(t, {.hbm_fill = 1.5});
+    (void)embplan::stage::choose_tiers(t, {.hbm_fill = 1.5});
     CHECK(false);
   } catch (const embplan::error& e) {
     CHECK(std::string(e.what()).find("tier_options.hbm_fill' = 1.5") != std::string::npos);
@@ -114,12 +114,12 @@ TEST_CASE("choose_tiers: fixed tables stay; bad options are named") {
 TEST_CASE("choose_tiers: a table stays in hbm where the cluster's host DRAM cannot take it") {
   // Without a DRAM limit, more than one table moves.
   auto unlimited = crowded();
-  const auto free_moves = embplan::choose_tiers(unlimited);
+  const auto free_moves = embplan::stage::choose_tiers(unlimited);
   REQUIRE(free_moves.size() >= 2);
 
   // 6.6 MB of host DRAM in all: one table's 6.4 MB of weights, not two.
   auto t = crowded_with_dram(3'300'000);
-  const auto moves = embplan::choose_tiers(t);
+  const auto moves = embplan::stage::choose_tiers(t);
   REQUIRE(moves.size() == 1);
   CHECK(moves[0].table == free_moves[0].table);  // the best move, as without the limit
   std::uint64_t dram = 0;
@@ -130,16 +130,16 @@ TEST_CASE("choose_tiers: a table stays in hbm where the cluster's host DRAM cann
 
   // No room for any table: nothing moves.
   auto none = crowded_with_dram(1'000'000);
-  CHECK(embplan::choose_tiers(none).empty());
+  CHECK(embplan::stage::choose_tiers(none).empty());
   CHECK(tables_in_hbm(none) == 4);
 
   // A device with no limit makes the cluster's DRAM unlimited.
   auto mixed = crowded();
   mixed.cluster.devices[0].dram_bytes = 1'000'000;
-  CHECK(embplan::choose_tiers(mixed).size() == free_moves.size());
+  CHECK(embplan::stage::choose_tiers(mixed).size() == free_moves.size());
 
   // A table already off hbm counts against the DRAM: with it, none moves.
   auto held = crowded_with_dram(3'300'000);
   held.tables[3].placement = {.tier = embplan::memory_tier::host};
-  CHECK(embplan::choose_tiers(held).empty());
+  CHECK(embplan::stage::choose_tiers(held).empty());
 }

@@ -1,7 +1,7 @@
 // Every preset the library ships (run_preset's names, each also as rowwise_),
 // one planner instance each, planned from four threads at once on the same
 // instances; every concurrent result must be bit-for-bit the single-threaded
-// one. The promise tested (planner.hpp, DESIGN.md "The policies"): a planner is
+// one. The promise tested (planner.hpp, docs/design.md "Threads and determinism"): a planner is
 // const-callable with no mutable state, so one instance serves several
 // threads, and the seed is the only source of chance. Built as test_tsan: the
 // tsan CMake preset runs it under ThreadSanitizer (.ci/tsan); in the other
@@ -38,8 +38,8 @@
 #include "embplan/rl/autoshard_preset.hpp"
 #include "embplan/rl/dreamshard.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
-#include "embplan/rowwise/split.hpp"
 #include "embplan/run_preset.hpp"
+#include "embplan/stage/split_oversized.hpp"
 
 namespace {
 
@@ -84,13 +84,13 @@ plan_fn shared(Planner p) {
   return [instance](const embplan::task& t, std::uint64_t seed) { return (*instance)(t, seed); };
 }
 
-// `p` as it is, and behind rowwise::split_oversized as run_preset builds its
+// `p` as it is, and behind stage::split_oversized as run_preset builds its
 // rowwise_ form (presets::detail::run).
 template <class Planner>
 void add_with_rowwise(std::vector<preset_case>& out, std::string_view name, const Planner& p,
                       const variant& v) {
   const embplan::rowwise_planner_of<Planner> rw(
-      p.cost(), embplan::rowwise::behind_stage(p.searcher(), {}), p.rule(), p.scorer());
+      p.cost(), embplan::stage::behind_stage(p.searcher(), {}), p.rule(), p.scorer());
   const auto add = [&](std::string preset, plan_fn plan) {
     preset_case c{.label = preset + v.tag, .plan = std::move(plan), .exact_counts = v.exact_counts};
     if (v.registry) {

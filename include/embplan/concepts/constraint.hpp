@@ -35,8 +35,8 @@ concept bytes_aware_constraint = constraint<C> &&
 // Optional: explain(t, st, table) -> std::string, why this rule leaves table
 // `table` no device in state `st` ("pinned to device 3, but device 3 has ...
 // bytes free and the table needs ... bytes"), or "" when it does not bind
-// there. search::no_device_for puts it first in an infeasible task's message
-// (issue 24: "an infeasible task names the binding constraint and the table").
+// there. search::no_device_for puts it first in an infeasible task's message,
+// so that an infeasible task names the binding rule and the table.
 template <class C>
 concept explaining_constraint = constraint<C> &&
     requires(const C& c, const task& t, const placement_state& st, std::size_t table) {
@@ -47,8 +47,11 @@ concept explaining_constraint = constraint<C> &&
 // placement_state's per-table record (placement_state::tables; user
 // co-location, anti-affinity and max-shard rules do). Keeping the record costs
 // a searcher an update per placement and bigger state copies, so one that
-// keeps the state itself may stop it (placement_state::records_tables) where
-// no part of its constraint reads it. Without the member: false.
+// keeps the state itself may stop it (placement_state::keep_table_record)
+// where the constraint promises not to read it. Without the member: true, the
+// safe answer — a rule that reads the record without saying so still sees it
+// in every searcher. A false promise breaks that rule silently; the planner's
+// final check (replay_constraint) keeps the record whatever the promise.
 template <constraint C>
 bool reads_table_record(const C& c) noexcept {
   if constexpr (requires {
@@ -56,14 +59,14 @@ bool reads_table_record(const C& c) noexcept {
                 }) {
     return static_cast<bool>(c.reads_table_record());
   } else {
-    return false;
+    return true;
   }
 }
 
 // Optional: min_shards(table) — the least number of pieces a plan must place
 // table `table` as (user rules: table_rules::min_shards). No single piece
 // breaks it, so admits() cannot say; a searcher's stage cuts the table into
-// that many column blocks first (rowwise::split_oversized) and check_plan
+// that many column blocks first (stage::split_oversized) and check_plan
 // counts. Without the member: 0, no minimum.
 template <constraint C>
 std::uint32_t min_shards_of(const C& c, std::size_t table) noexcept {

@@ -23,7 +23,7 @@
 
 namespace embplan::inline EMBPLAN_ABI {
 
-namespace constraint_detail {
+namespace detail {
 
 // all_of's parts are checked one requirement at a time, so that a part that is
 // no constraint fails with its position and type (the instantiation of
@@ -51,14 +51,13 @@ consteval bool all_parts_are_constraints(std::index_sequence<Position...>) {
   return (all_of_part<Position, Cs>::ok && ...);
 }
 
-}  // namespace constraint_detail
+}  // namespace detail
 
 template <class... Cs>
 class all_of {
-  static_assert(
-      constraint_detail::all_parts_are_constraints<Cs...>(std::index_sequence_for<Cs...>{}),
-      "embplan::all_of: every part must model embplan::constraint (see above for which "
-      "part misses which member)");
+  static_assert(detail::all_parts_are_constraints<Cs...>(std::index_sequence_for<Cs...>{}),
+                "embplan::all_of: every part must model embplan::constraint (see above for which "
+                "part misses which member)");
 
  public:
   all_of() = default;

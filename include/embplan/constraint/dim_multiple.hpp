@@ -29,6 +29,7 @@ struct dim_multiple {
   }
 
   std::string describe() const { return "columns a multiple of " + std::to_string(multiple); }
+  bool reads_table_record() const noexcept { return false; }  // the shard alone
 };
 static_assert(constraint<dim_multiple>);
 

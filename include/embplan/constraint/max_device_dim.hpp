@@ -23,6 +23,7 @@ struct max_device_dim {
   }
 
   std::string describe() const { return "device dim at most " + std::to_string(max_dim); }
+  bool reads_table_record() const noexcept { return false; }  // dim_sum only
 };
 static_assert(constraint<max_device_dim>);
 

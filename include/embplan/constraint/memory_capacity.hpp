@@ -45,6 +45,8 @@ struct memory_capacity {
   }
 
   std::string describe() const { return "memory capacity"; }
+  // Reads the per-device sums only, never placement_state::tables.
+  bool reads_table_record() const noexcept { return false; }
 
   // Why table `table` fits on no device where host DRAM is what binds: a
   // table off hbm whose weights and optimizer state no device's host DRAM can

@@ -124,7 +124,7 @@ inline void apply_table_rules(task& t, const user_constraints& c) noexcept {
   }
 }
 
-namespace constraint_detail {
+namespace detail {
 
 inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 
@@ -179,7 +179,7 @@ inline std::string allowed_text(const rules_data& r, const table_entry& e) {
   return "allowed on devices " + list;
 }
 
-}  // namespace constraint_detail
+}  // namespace detail
 
 class table_rules {
  public:
@@ -235,7 +235,7 @@ class table_rules {
   // device 3, but device 3 has N bytes free and the table needs M bytes"), or
   // "" where they leave it a device with room (another rule binds).
   std::string explain(const task& t, const placement_state& st, std::size_t table) const {
-    using namespace constraint_detail;
+    using namespace detail;
     if (data_ == nullptr || table >= data_->tables || t.tables.size() != data_->tables) return {};
     const auto& r = *data_;
     const auto& e = r.entry[table];
@@ -305,7 +305,7 @@ class table_rules {
     if (const std::uint8_t need = kinds_needed(t, s); (e.kinds & need) != need) return false;
     if (!r.allows(e, s.device)) return false;
     if (e.max_shards != 0 && st.of_table(s.table).pieces >= e.max_shards) return false;
-    if (e.colocate != constraint_detail::no_index) {
+    if (e.colocate != detail::no_index) {
       for (const auto m : r.colocate[e.colocate])
         if (!st.of_table(m).only_on(s.device)) return false;
     }
@@ -315,7 +315,7 @@ class table_rules {
     }
     return true;
   }
-  using rules_data = constraint_detail::rules_data;
+  using rules_data = detail::rules_data;
 
   static std::string kinds_text(std::uint8_t kinds) {
     std::string out;
@@ -354,7 +354,7 @@ class table_rules {
 
   static std::shared_ptr<const rules_data> build(const task& t, const user_constraints& c,
                                                  std::string_view where) {
-    using namespace constraint_detail;
+    using namespace detail;
     auto r = std::make_shared<rules_data>();
     const std::size_t devices = t.cluster.size();
     r->tables = t.tables.size();
@@ -537,9 +537,9 @@ class table_rules {
             detail::fail(at, pair,
                          "tables not also co-located (both are in " + group_at[members[a]] + ")");
           }
-          const std::string pa = constraint_detail::allowed_text(*r, ea);
+          const std::string pa = detail::allowed_text(*r, ea);
           if (ea.allowed != no_index && pa.starts_with("pinned") &&
-              pa == constraint_detail::allowed_text(*r, eb)) {
+              pa == detail::allowed_text(*r, eb)) {
             detail::fail(at, pair, "tables not pinned to one device (both " + pa + ")");
           }
         }

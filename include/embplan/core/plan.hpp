@@ -20,8 +20,8 @@
 
 #include "embplan/core/checked.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/core/storage.hpp"
 #include "embplan/core/task.hpp"
-#include "embplan/rowwise/storage.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -83,7 +83,7 @@ inline std::uint64_t data_parallel_gradient_bytes(const table_spec& spec) {
                      dtype_bytes(spec.weight_dtype), "gradient bytes");
 }
 
-// HBM bytes of a shard, by its table's tier (rowwise/storage.hpp itemises them):
+// HBM bytes of a shard, by its table's tier (core/storage.hpp itemises them):
 // hbm, its weights and optimizer state; uvm_caching, its cache's slots for
 // its rows (each a row copy plus the slot's state) and the per-row cache
 // state, at the default (LRU) policy; host, none. Every memory check counts
@@ -95,13 +95,13 @@ inline std::uint64_t shard_bytes(const task& t, const shard& s) {
                        spec.weight_dtype, t.optimizer_state);
   }
   if (spec.placement.tier == memory_tier::host) return 0;
-  constexpr auto policy = rowwise::storage_options{}.policy;
+  constexpr auto policy = storage_options{}.policy;
   const std::uint64_t slots = device_rows(spec.placement, s.rows());
-  return checked_add(checked_mul(slots,
-                                 rowwise::cache_slot_bytes(static_cast<std::int32_t>(s.cols()),
-                                                           spec.weight_dtype, policy),
-                                 "cache bytes"),
-                     rowwise::cache_row_state_bytes(s.rows(), policy), "cache bytes");
+  return checked_add(
+      checked_mul(slots,
+                  cache_slot_bytes(static_cast<std::int32_t>(s.cols()), spec.weight_dtype, policy),
+                  "cache bytes"),
+      cache_row_state_bytes(s.rows(), policy), "cache bytes");
 }
 
 // Host DRAM bytes of a shard: none in hbm; its weights and optimizer state in
@@ -132,8 +132,8 @@ inline plan table_wise_plan(const task& t, std::span<const std::size_t> assignme
   return p;
 }
 
-// Where a table's placed pieces are, as far as a constraint needs it (issue
-// 24, user constraints: co-location, anti-affinity, max shards): how many
+// Where a table's placed pieces are, as far as a constraint needs it (user
+// rules: co-location, anti-affinity, max shards): how many
 // pieces, and the device of the first one with how many of them are there.
 // All pieces are on `home` iff on_home == pieces; after pieces left `home`
 // (placement_state::unplace) the record may no longer know where the others
@@ -158,9 +158,12 @@ struct table_placement {
 };
 
 // Per-device running totals while a searcher places shards, and per table
-// where its pieces went (table_placement; sized on the first placement).
-// records_tables = false stops the per-table record (tables stays empty): for
-// a searcher whose constraint never reads it (reads_table_record,
+// where its pieces went (table_placement). A state made for a task
+// (placement_state(t)) holds a record for each of its tables from the start,
+// so a rule may read st.tables[i] before anything is placed; one made for a
+// device count sizes it on the first placement (of_table() reads either).
+// keep_table_record(false, ...) stops the record (tables stays empty): for a
+// searcher whose constraint promises not to read it (reads_table_record,
 // concepts/constraint.hpp), to which the record is only cost.
 struct placement_state {
   std::vector<std::uint64_t> memory_bytes;
@@ -177,6 +180,17 @@ struct placement_state {
       , dim_sum(devices, 0)
       , shard_count(devices, 0)
       , dram_bytes(devices, 0) {}
+  // Every device of t empty, and an empty record for each of t's tables.
+  explicit placement_state(const task& t) : placement_state(t.cluster.size()) {
+    tables.resize(t.tables.size());
+  }
+
+  // Starts (sized to the task's `task_tables`, every record empty) or stops
+  // (empty) the per-table record of a state with nothing placed yet.
+  void keep_table_record(bool on, std::size_t task_tables) {
+    records_tables = on;
+    tables.assign(on ? task_tables : 0, table_placement{});
+  }
 
   void place(const task& t, const shard& s) {
     memory_bytes[s.device] =
@@ -231,7 +245,7 @@ struct placement_state {
 };
 
 inline placement_state state_of(const task& t, const plan& p) {
-  placement_state st(t.cluster.size());
+  placement_state st(t);
   for (const auto& s : p.shards)
     st.place(t, s);
   return st;
@@ -372,7 +386,7 @@ inline std::string_view sharding_type_of(const table_spec& spec,
   return "grid_shard";
 }
 
-// The same, knowing the hosts (issue 24, sharding types): on a cluster of
+// The same, knowing the hosts (sharding types, docs/sharding.md): on a cluster of
 // several hosts, a table cut by columns whose pieces all sit in one host is
 // "table_column_wise", one cut by rows in one host "table_row_wise" (its
 // partial sums are reduced inside the host before they cross the network:

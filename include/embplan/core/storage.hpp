@@ -36,7 +36,7 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::rowwise {
+namespace embplan::inline EMBPLAN_ABI {
 
 // FBGEMM's two cache replacement policies, which keep different state.
 enum class cache_policy : std::uint8_t { lru, lfu };
@@ -97,14 +97,13 @@ namespace detail {
 
 inline void validate(const storage_options& o) {
   if (o.index_bytes != 4 && o.index_bytes != 8) {
-    embplan::detail::fail("storage.index_bytes", o.index_bytes, "4 (int32) or 8 (int64)");
+    detail::fail("storage.index_bytes", o.index_bytes, "4 (int32) or 8 (int64)");
   }
   if (o.pipeline_batches < 1) {
-    embplan::detail::fail("storage.pipeline_batches", o.pipeline_batches,
-                          "a positive number of batches");
+    detail::fail("storage.pipeline_batches", o.pipeline_batches, "a positive number of batches");
   }
   if (o.policy != cache_policy::lru && o.policy != cache_policy::lfu) {
-    embplan::detail::fail("storage.policy", static_cast<int>(o.policy), "lru or lfu");
+    detail::fail("storage.policy", static_cast<int>(o.policy), "lru or lfu");
   }
 }
 
@@ -139,12 +138,12 @@ inline storage_items shard_storage(const table_spec& spec, std::int64_t rows, st
   validate(where);
   detail::validate(o);
   if (rows <= 0 || rows > spec.rows) {
-    embplan::detail::fail("rows", rows,
-                          "a shard's rows in [1, table rows = " + std::to_string(spec.rows) + "]");
+    detail::fail("rows", rows,
+                 "a shard's rows in [1, table rows = " + std::to_string(spec.rows) + "]");
   }
   if (cols <= 0 || cols > spec.dim) {
-    embplan::detail::fail("cols", cols,
-                          "a shard's columns in [1, table dim = " + std::to_string(spec.dim) + "]");
+    detail::fail("cols", cols,
+                 "a shard's columns in [1, table dim = " + std::to_string(spec.dim) + "]");
   }
   if (batch_size <= 0) embplan::detail::fail("batch_size", batch_size, "a positive batch size");
   const auto n = static_cast<std::uint64_t>(rows);
@@ -179,9 +178,9 @@ inline storage_items shard_storage(const table_spec& spec, std::int64_t rows, st
   const double lookups = std::ceil(static_cast<double>(batch_size) * spec.pooling_factor *
                                    static_cast<double>(rows) / static_cast<double>(spec.rows));
   if (!(lookups < 1.8e19)) {
-    embplan::detail::fail("batch_size", batch_size,
-                          "batch x pooling factor lookups below 2^64 (pooling factor " +
-                              std::to_string(spec.pooling_factor) + ")");
+    detail::fail("batch_size", batch_size,
+                 "batch x pooling factor lookups below 2^64 (pooling factor " +
+                     std::to_string(spec.pooling_factor) + ")");
   }
   out.indices.hbm_bytes =
       checked_mul(checked_mul(static_cast<std::uint64_t>(lookups), index_bytes, "indices bytes"),
@@ -199,4 +198,4 @@ inline storage_items table_storage(const table_spec& spec, std::int64_t batch_si
   return shard_storage(spec, spec.rows, spec.dim, batch_size, opt, where, o);
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::rowwise
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -1,61 +1,25 @@
 #pragma once
 // analytic_cost: a bandwidth roofline for the fused embedding-bag kernels and
 // an all-to-all model for the pooled embeddings, with no training data needed.
-//
-// Compute (per piece on device d, NeuroShard §2.1):
-//   lookups   = batch_size x pooling_factor (x the piece's share of rows)
-//   row_bytes = cols x dtype bytes, rounded up to a whole DRAM sector — a
-//               4-wide fp32 row still moves a 32-byte sector, which is why cost
-//               is not linear in the dimension (NeuroShard §2.1, Observation 1)
-//   unique    = lookups / mean_reuse(reuse_hist) rows are touched in a batch;
-//               the hottest of them (highest reuse bins first) that fit in
-//               the device's last-level cache serve their repeats from it:
-//               hits; every other lookup reads DRAM (the working set of a
-//               MetaSyn table, ~1e5 unique rows, is far larger than an L2)
-//   read_ms   = row_bytes x ((lookups - hits) / memory_bw + hits / cache_bw)
-//   write_ms  = batch_size x cols x 4 bytes x output_write_factor / memory_bw
-//   issue_ms  = lookups x lookup_overhead_ns: the latency-bound part of a
-//               gather (index load, offset arithmetic, dependent row load)
-//               that bandwidth alone does not see
-// A data-parallel copy (shard::data_parallel) runs batch_size / D of the bags:
-// its lookups and its output writes are 1/D of the whole table's; it adds no
-// columns to the all-to-all, and its gradient all-reduce is priced by
-// evaluate() (cost/collectives.hpp).
-// A device's group is one fused TBE launch: kernel_launch_ms (if non-empty) +
-// the sum of its pieces' read + write; backward = backward_factor x forward.
-// So a fused group costs less than the sum of its tables run alone (each of
-// which pays a launch): multi-table cost != sum of single-table costs
-// (AutoShard §3.2, NeuroShard §2.1 Observation 2).
-//
-// Communication (DLRM model parallelism, AutoShard §2.1 / Fig. 3): each device
-// looks up its tables for the whole global batch B and sends (B / D) x
-// dim_sum[d] x 4 bytes of pooled fp32 embeddings to each of the other D - 1
-// devices, receiving (B / D) x dim_sum[j] x 4 bytes from each other j. A
-// device's transfer takes latency + the slower of its intra-host and
-// inter-host link classes, each at max(sent, received) bytes / that class's
-// bandwidth. A collective ends for everyone only after the last device has
-// started, so the forward all-to-all of d also waits max_j start_ms[j] -
-// start_ms[d] (NeuroShard §3.1 and Fig. 1: delays of earlier operations make
-// the forward all-to-all start late on some GPUs); the backward all-to-all moves
-// the same volume (gradients of the pooled outputs) and ignores start_ms.
-//
-// Memory tiers (tiered_piece_forward_ms; core/memory_tier.hpp): a piece is
-// priced in its table's tier (table_spec::placement); in hbm as above. In
-// uvm_caching with c = ceil(load factor x its rows) cache slots, or in host
-// (c = 0), the reuse model of
-// cost/detail/reuse_cache.hpp splits its lookups: misses = lookups - the hits
-// of a cache of the c hottest rows (every cached row's first touch misses)
-// read row_bytes each over the host link at host_bandwidth_gbps; the rest are
-// served from the device cache in HBM, the last-level cache holding the
-// hottest min(its rows, c) of them as above:
-//   read_ms = row_bytes x ((served - l2_hits) / memory_bw + l2_hits / cache_bw
-//                          + misses / host_bw)
-// plus the same write and issue terms; backward = backward_factor x forward
-// again, so a backward's host traffic (the rows of missed lookups written
-// back; a cached table's optimizer state, which stays in host DRAM) is scaled,
-// not counted item by item.
-//
-// Bandwidths are GB/s; 1 GB/s = 1e6 bytes per millisecond.
+//  - compute (per piece, NeuroShard §2.1): its rows read from DRAM in whole
+//    sectors (so cost is not linear in the dimension, Observation 1), the
+//    repeats of the hottest rows that fit the last-level cache read from it
+//    (reuse model: cost/detail/reuse_cache.hpp), the pooled output written
+//    once per bag, and a per-lookup issue cost; a device's pieces are one
+//    fused launch (kernel_launch_ms + their sum), so multi-table cost is not
+//    the sum of single-table costs (AutoShard §3.2, Observation 2); backward
+//    = backward_factor x forward; a data-parallel copy runs 1/D of the bags;
+//  - communication (DLRM model parallelism, AutoShard §2.1 / Fig. 3): each
+//    device sends (B / D) x dim_sum[d] x 4 bytes to every other, at latency +
+//    the slower of its intra-host and inter-host link classes; the forward
+//    all-to-all also waits for the last device to start (NeuroShard §3.1 and
+//    Fig. 1), the backward one does not;
+//  - memory tiers (tiered_piece_forward_ms; core/memory_tier.hpp): a piece in
+//    uvm_caching or host reads its cache misses over the host link at
+//    host_bandwidth_gbps, the rest as in hbm.
+// Bandwidths are GB/s; 1 GB/s = 1e6 bytes per millisecond. The options'
+// defaults are calibrated, not measured.
+// Design notes, with every formula: docs/design/analytic-cost.md.
 
 #include <algorithm>
 #include <array>
@@ -67,6 +31,7 @@
 #include <vector>
 
 #include "embplan/concepts/cost_model.hpp"
+#include "embplan/concepts/piecewise.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/memory_tier.hpp"
@@ -210,7 +175,7 @@ struct analytic_cost {
     return hbm_piece_forward_ms(t, s, device);
   }
 
-  // piece_forward_ms of the piece placed `where` (see the header comment):
+  // piece_forward_ms of the piece placed `where` (docs/design/analytic-cost.md):
   // equal to it in hbm; in uvm_caching and host, the misses read at
   // options.host_bandwidth_gbps. `where` overrides the table's own tier.
   double tiered_piece_forward_ms(const task& t, const shard& s, std::size_t device,
@@ -370,5 +335,31 @@ struct analytic_cost {
   }
 };
 static_assert(cost_model<analytic_cost>);
+
+// analytic_cost::compute: fwd = launch, then += each piece's forward time in
+// group order; bwd = backward_factor x fwd. The same additions in the same
+// order, so the result is bitwise the same.
+template <>
+struct piecewise_compute<analytic_cost> {
+  static constexpr bool enabled = true;
+  static constexpr bool cache_groups = false;
+  using term = double;
+  using sum = double;
+
+  static bool usable(const analytic_cost&) noexcept { return true; }
+
+  static term piece(const analytic_cost& m, const task& t, const shard& s, std::size_t device) {
+    return m.piece_forward_ms(t, s, device);
+  }
+
+  static sum start(const analytic_cost& m) noexcept { return m.options.kernel_launch_ms; }
+  static void add(const analytic_cost&, sum& fwd_ms, term v) noexcept { fwd_ms += v; }
+
+  static compute_cost finish(const analytic_cost& m, const task&, sum fwd_ms, std::size_t pieces,
+                             std::size_t) noexcept {
+    if (pieces == 0) return {};
+    return compute_cost{.fwd_ms = fwd_ms, .bwd_ms = m.options.backward_factor * fwd_ms};
+  }
+};
 
 }  // namespace embplan::inline EMBPLAN_ABI

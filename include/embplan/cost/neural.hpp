@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "embplan/concepts/cost_model.hpp"
+#include "embplan/concepts/piecewise.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
@@ -45,7 +46,6 @@
 #include "embplan/nn/compute_cost_net.hpp"
 #include "embplan/nn/packed_compute_cost_net.hpp"
 #include "embplan/nn/serialize.hpp"
-#include "embplan/search/piecewise.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -146,7 +146,7 @@ class neural_cost {
   }
 
   // compute() as a fold, for a planner that adds a device's pieces one at a
-  // time (search/piecewise.hpp, specialised below; nn::packed_compute_cost_net::term):
+  // time (concepts/piecewise.hpp, specialised below; nn::packed_compute_cost_net::term):
   // compute(t, group, d) is bitwise from_fold(t, z, group.size()),
   // z = fold_start() + piece_term(group[0]) + piece_term(group[1]) + ... in
   // float, element by element, in group order.
@@ -442,15 +442,13 @@ static_assert(batched_communication<neural_cost>);
 // (neural_cost::piece_term / fold_start / from_fold; the packed net's
 // operator() adds them the same way, so the fold is bitwise compute()).
 // A term is computed once per piece; placing a piece then costs a 64-float
-// add and the rest of the head (ReLU and a 64-float dot: ~14-15 ns for
-// finish() in bench_nn's bm_packed_finish), where folding latents cost the
-// 32x64 layer as well (~96 ns; NeuroShard-protocol 8-device tasks place
-// ~92k pieces each). Finishing is cheaper than a look-up in the search's
-// cache (measured with the 96 ns head: caching device costs cut the heads
-// from 92k to 16k per task but the time only from 22 to 21 ms), so device
-// costs are folded, not cached (cache_groups = false).
+// add and the rest of the head (ReLU and a 64-float dot), where folding
+// latents would cost the 32x64 layer as well. Finishing is cheaper than a
+// look-up in the search's cache, so device costs are folded, not cached
+// (cache_groups = false; bench_nn's bm_packed_finish measures it, and
+// docs/design/learned-cost-models.md keeps the figures).
 template <>
-struct search::piecewise_compute<neural_cost> {
+struct piecewise_compute<neural_cost> {
   static constexpr bool enabled = true;
   static constexpr bool cache_groups = false;
   static constexpr std::size_t max_term = 64;

@@ -94,7 +94,7 @@ inline std::vector<compute_record> read_compute_records(const std::filesystem::p
 // What the compute model learns to predict: a record's forward + backward
 // timed in one run (`total_ms`, NeuroShard's target and the default), or the
 // sum of the two timed apart (`forward_ms + backward_ms`), which is what the
-// meters' cost models price a device with (bench::cpu_meter_cost and the GPU
+// meters' cost models price a device with (meter::cpu_meter_cost and the GPU
 // meter's: separate on, together off). On the CPU meter the two differ
 // noticeably (the backward finds the forward's rows in cache when they run
 // together); on the GPU meter they nearly agree

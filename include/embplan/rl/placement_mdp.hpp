@@ -5,29 +5,22 @@
 // current table given what is placed so far (the constraint's device-state
 // protocol, as the searchers use it: placement_state + admits), the reward 0
 // until the last step and then minus the finished plan's cost.
-//
 // One type, parameterised by where costs come from (a CostSource):
 //  - the estimated MDP (§3.2): DreamShard's cost network orders the tables and
-//    prices the finished plan with its overall head (rl/dreamshard.hpp,
-//    rl::dreamshard_estimate);
+//    prices the finished plan with its overall head (rl::dreamshard_estimate);
 //  - a real MDP: a meter or any cost_model orders the tables by shard_cost
-//    and prices the finished plan with embplan::evaluate (model_cost_source:
-//    the CPU meter, analytic_cost, neural_cost, ...).
-// What the agent observes is the policy's business (it reads view()); the MDP
-// keeps only what every policy needs: the order, the step, the legal devices,
-// each device's tables in placement order and the constraint's device state.
-//
-// Order. Given by the caller, or the CostSource's keys sorted descending with a
-// stable sort (DreamShard Env.reset: Python's sorted(..., reverse=True) keeps
-// equal keys in task order).
-//
+//    and prices the finished plan with embplan::evaluate (model_cost_source).
+// The MDP keeps only what every policy needs: the order (the caller's, or the
+// CostSource's keys sorted descending, stable, as DreamShard's Env.reset),
+// the step, the legal devices, each device's tables in placement order and
+// the constraint's device state; the policy reads view().
 // A transition is O(devices) constraint checks plus appending one index; the
 // MDP allocates only in its constructor and reset().
-//
 // A table that no legal action can place makes try_reset / try_step return
 // false with failure() naming the table, the rule and every device's free
 // memory (search::no_device_for); reset() and step() throw that message as an
 // embplan::error.
+// Design notes: docs/design/dreamshard.md.
 
 #include <algorithm>
 #include <concepts>
@@ -197,7 +190,7 @@ class placement_mdp {
       , bytes_(t.tables.size())
       , device_of_(t.tables.size(), unplaced)
       , tables_on_(t.cluster.size())
-      , state_(t.cluster.size()) {
+      , state_(t) {
     if (order_.size() != t.tables.size()) {
       embplan::detail::fail("placement_mdp.order.size", order_.size(),
                             "one entry per table (" + std::to_string(t.tables.size()) + ")");
@@ -229,7 +222,7 @@ class placement_mdp {
     std::fill(device_of_.begin(), device_of_.end(), unplaced);
     for (auto& v : tables_on_)
       v.clear();
-    state_ = placement_state(task_->cluster.size());
+    state_ = placement_state(*task_);
     failure_.clear();
     return update_legal();
   }

@@ -2,31 +2,19 @@
 // Miss-ratio curve and cache sizing of a table in the uvm_caching tier
 // (embedding-tables chapter §6: the skew that hurts training is what makes a
 // small cache of hot rows in fast memory effective).
-//
 // The model (cost/detail/reuse_cache.hpp, shared with the analytic cost's
-// last-level cache): a window of L lookups (one batch: batch x pooling factor)
-// touches U = L / mean_reuse(reuse_hist) unique rows, reuse_hist[k] of them in
-// bin k, each read reuse_bin_middle(k) times. A cache of c rows holds the c
-// hottest of them (highest bins first; within a bin, any of its rows: the
-// curve is linear between bin edges), as an oracle or a well-tuned LFU would.
-// A cached row misses once, on its first touch in the window, and hits on its
-// repeats; an uncached row misses on every read. So
-//   misses(c)     = L - hits(c),  miss_ratio(c) = misses(c) / L,
-// non-increasing in c, piecewise linear with a corner at each bin edge, and
-// flat from c = the rows of bins 1..16 on (bin 0's rows are read once: caching
-// them saves nothing), where it reaches its floor U / L = 1 / mean_reuse:
-// every window pays its first touches. A cache that keeps hot rows across
-// batches misses less than this; an LRU cache that evicts hot rows, more.
-// An all-zero (unused-table) histogram counts every lookup as a new row.
-//
+// last-level cache): a cache of c rows holds the c hottest rows a batch
+// touches (by reuse bin, as an oracle or a well-tuned LFU would); a cached
+// row misses once per batch, on its first touch, an uncached row on every
+// read. miss_ratio(c) is non-increasing in c, piecewise linear between bin
+// edges, and flat at its floor 1 / mean_reuse once bins 1..16 are cached.
 // Sizing: the load factor of a table is cached rows / table rows. Either the
 // smallest cache reaching a target miss ratio, or, under an HBM budget, the
-// placement that costs least: the whole table in HBM if it fits (no host
-// reads at all), else the largest cache that fits, but no larger than the
-// point where the curve goes flat (the tiered analytic cost is
-// non-increasing in the cache rows, so nothing cheaper fits), else no cache
-// (host): a table with no reuse, or a budget below one cached row. Whatever
-// the tier, the batch's inputs and outputs stay in HBM (rowwise/storage.hpp).
+// placement that costs least: the whole table in HBM if it fits, else the
+// largest cache that fits but no larger than where the curve goes flat, else
+// no cache (host). Whatever the tier, the batch's inputs and outputs stay in
+// HBM (core/storage.hpp).
+// Design notes: docs/design/hot-rows.md.
 
 #include <algorithm>
 #include <cmath>
@@ -36,9 +24,9 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/core/memory_tier.hpp"
+#include "embplan/core/storage.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/cost/detail/reuse_cache.hpp"
-#include "embplan/rowwise/storage.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::rowwise {
@@ -180,7 +168,7 @@ struct tier_choice {
 };
 
 // The cheapest placement of table t whose HBM items fit `hbm_budget_bytes`
-// (see the header comment); an error naming the budget and the least it needs.
+// (docs/design/hot-rows.md); an error naming the budget and the least it needs.
 inline tier_choice cheapest_tier_within_budget(const table_spec& t, std::int64_t batch_size,
                                                optimizer opt, std::uint64_t hbm_budget_bytes,
                                                const storage_options& o = {}) {

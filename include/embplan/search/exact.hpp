@@ -4,9 +4,8 @@
 // admits, each priced as evaluate() prices it under the planner's cost model
 // (compute per device, the backward all-to-all, the forward all-to-all with
 // start skew). What the heuristics and NeuroShard's search are measured
-// against where the optimum can be known (issue 23: "the optimum for small
-// tasks"); exponential in the tables, so for tens of tables at most.
-//
+// against where the optimum can be known; exponential in the tables, so for
+// tens of tables at most.
 // Depth-first over the tables (costliest alone first, so good plans come
 // early), each to every admitted device, with:
 //  - symmetry breaking (`symmetric`, default on): devices equal in everything
@@ -14,23 +13,16 @@
 //    the first empty device of each such class. Exact where the cost model
 //    and the constraint see a device only through its spec (every model and
 //    constraint of this library); set it off for one that tells devices apart
-//    by index. With D identical devices this prices each partition of the
-//    tables once instead of up to D! times;
-//  - each device's compute priced once per set of tables (a memo keyed by the
-//    set and the device), in table order, as evaluate() groups a plan's
-//    shards, so the figures are evaluate()'s bit for bit;
-//  - under a reward decreasing in max cost (neg_max_cost_reward) and a model
-//    whose communication is never negative (analytic_cost): a complete plan
-//    whose busiest device's compute, or compute + backward all-to-all,
-//    already reaches the best cost is not priced further (plan_pricer.hpp).
-//    (Cutting partial plans on the same bound, where compute only grows as
-//    tables are added, cut nothing on bench_exact's tasks: communication is
-//    a large part of every plan's cost, and a partial plan's compute alone
-//    rarely reaches the best total. A sharper bound is future work.)
+//    by index;
+//  - each device's compute priced once per set of tables, in table order, so
+//    the figures are evaluate()'s bit for bit;
+//  - under a reward decreasing in max cost and a model whose communication is
+//    never negative, complete plans cut at the best cost (plan_pricer.hpp).
 // Ties keep the plan found first. Deterministic; the seed is not used.
 // A task with more than `max_tables` tables, or whose search would reach more
 // than `max_plans` complete plans, throws embplan::error naming the field; a
 // task with no table-wise plan fails with the reason of the deepest dead end.
+// Design notes: docs/design/exact.md.
 
 #include <algorithm>
 #include <bit>
@@ -100,7 +92,7 @@ struct exact_table_wise {
         , rule_(rule)
         , score_(score)
         , devices_(t.cluster.size())
-        , st_(t.cluster.size())
+        , st_(t)
         , mask_(t.cluster.size(), 0)
         , compute_(t.cluster.size())
         , device_of_(t.tables.size(), 0)

@@ -3,62 +3,25 @@
 // default NeuroShard's column_beam, given the same reward) and improve it by
 // steepest ascent on the Reward (uses_reward) of the simulated plan
 // (evaluate(): compute + backward comm + forward comm with start skew),
-// under the same cost model and constraint — under neg_max_cost_reward,
-// steepest descent on the plan cost, the max over devices:
+// under the same cost model and constraint:
 //   local_search<>{.start = column_beam{}, .max_moves = 64, .destinations = 8}
-// Each round looks at the pieces of the bottleneck devices — the one with the
-// largest total and the one that starts its forward all-to-all last (largest
-// compute + backward comm), since every device waits for it — and tries, for
-// every other device b among the destinations — all devices where there are
-// at most `destinations` of them; else, from each of four rankings, its first
-// `destinations` devices (ties to the lower index): earliest start and lowest
-// total (where a piece can go without making a new bottleneck), latest start
-// (under a learned model, whose device cost is not a sum over pieces, the
-// best swaps were mostly with the busiest devices) and fewest columns (the
-// all-to-all volume); plus, for merges, the devices holding a piece adjacent
-// to the moved one:
-//   move   a piece to b;
-//   swap   a piece with a piece of b;
-//   split  a piece in two, each a multiple of 4 columns, and move the upper
-//          half to b — a column split the beam did not choose; once no move
-//          improves, also the upper quarter or three quarters (split_widths):
-//          uneven splits, which the beam, halving as NeuroShard does, cannot
-//          make;
-//   merge  a piece into an adjacent piece of the same table on b (undoing a
-//          split that no longer pays);
-//   shift  (with the uneven splits) a quarter, half or three quarters of a
-//          piece's columns into an adjacent piece of the same table on b:
-//          the boundary between two column pieces moved.
-// The moves come from the plan cost's bottlenecks whatever the reward; the
-// candidate whose plan scores highest, if it raises the score (beyond
-// rounding: by more than 1e-12 of it), is applied; the search stops when none
-// does or after max_moves moves. So the result never scores below the
-// starting plan. Device costs come from a per-call cache as in the beam.
-// Where the start finds no plan — a task whose tables fit only when packed
-// tightly, which NeuroShard's cost-ordered greedy can miss at ~95 % memory
-// fill — local search starts instead from a memory-first plan
-// (memory_first_plan below: pieces largest first, each on the least loaded
-// device that admits it, the largest piece halved while one fits nowhere),
-// so neuroshard_ls plans every task such splits can fit. With
-// torchrec_fallback (the default) torchrec_like's plan is made too, the
-// local search improves each, and the one the reward scores higher is the
-// result (memory-first's on a tie): neither start is the better one on
-// every task, and under tight memory at scale the memory-first plan is a
-// poor start that 64 moves cannot mend (5,384 tables on 1,024 devices whose
-// HBM holds 90 % of the tables: 64.73 ms from it, against 52.84 ms for
-// torchrec_like's plan alone; bench_scale all_options).
-// Cost per round: O(p B p_b) candidates, p pieces on the bottleneck devices,
-// B <= 4 x destinations devices to go to, each priced with two device
-// lookups and, unless a bound already reaches the best candidate's cost,
-// one plan pricing (O(D)). The bounds (a reward decreasing in max cost,
-// communication never negative): its two devices' compute; and, where the
-// model's communication is the analytic all-to-all (all_to_all_is_analytic)
-// and the move stays within a host (or hosts are single devices), the plan's
-// cost from the two devices' new transfers and the other devices' figures
-// (comm_bound: O(1)). The constraint sees each candidate's state by changing
-// the current one in place and back (O(1)). So a round is O(p B p_b D)
-// whatever the task's size, not O(p D^2 p_b), and O(p B p_b) where the
-// bound sets the candidates aside.
+// Each round tries, for the pieces of the two bottleneck devices (the largest
+// total, and the latest start of the forward all-to-all), moves to up to
+// 4 x `destinations` other devices: move a piece, swap two pieces, split a
+// piece by columns (halves; once no move improves, also quarters and three
+// quarters, which NeuroShard's halving beam cannot make), merge adjacent
+// pieces of a table, shift the boundary between two of them. The candidate
+// scored highest is applied if it raises the score by more than 1e-12 of it;
+// the search stops when none does or after max_moves moves.
+// Invariants: the result never scores below the starting plan; device costs
+// come from a per-call cache or the model's fold, as in the beam. Where the
+// start finds no plan, a memory-first plan (memory_first_plan) is the start;
+// with torchrec_fallback (the default) torchrec_like's plan is improved too
+// and the one the reward scores higher is the result (memory-first's on a
+// tie). A round is O(p B p_b D) (p pieces on the bottleneck devices, B
+// destinations, p_b pieces on b), O(p B p_b) where the bounds set the
+// candidates aside.
+// Design notes: docs/design/local-search.md.
 
 #include <algorithm>
 #include <array>
@@ -140,7 +103,7 @@ class local_improver {
     key_.resize(devices);
     compute_.resize(devices);
     st_ = placement_state(devices);
-    st_.records_tables = reads_table_record(rule);
+    st_.keep_table_record(reads_table_record(rule), t.tables.size());
     for (std::size_t d = 0; d < devices; ++d)
       key_[d] = kinds_.empty(d);
     index_pieces();
@@ -382,8 +345,8 @@ class local_improver {
     return cost - 1e-13 * cost;
   }
 
-  // base_ = the round's destinations, ascending (the order every device was
-  // tried in before, so ties between equal candidates go the same way).
+  // base_ = the round's destinations, ascending (the order of trying every
+  // device, so ties between equal candidates go the same way either way).
   void pick_destinations(std::span<const double> totals, std::span<const double> starts) {
     const std::size_t devices = totals.size();
     base_.resize(devices);
@@ -482,8 +445,7 @@ class local_improver {
   // folds, price_.folds()). A folding model (the analytic and the neural one)
   // is priced by its fold, not looked up in the cache: a few dozen additions
   // of terms already at hand cost no more than a look-up in a cache of a
-  // million sets, and on 500 tables x 8 devices the analytic model's local
-  // search ran 1.7x as fast without it (and in 10 MB of RSS, not 58).
+  // million sets, and need far less memory (docs/design/local-search.md).
   compute_cost device_cost(std::size_t d, const multiset_key& key, std::size_t skip1,
                            std::size_t skip2, const shard* extra, std::size_t copy = npos) {
     if (price_.folds()) {
@@ -596,8 +558,9 @@ class local_improver {
 
   // Where the model folds, a candidate is priced, bounded and only then put
   // to the constraint: its two device costs are a term and a head each, the
-  // bounds set most candidates aside, and admitted() took a fifth of the
-  // search's time (500 tables on 8 devices) when it came first. A model
+  // bounds set most candidates aside, and admitted() is the dearer check (a
+  // large part of the search's time when it came first;
+  // docs/design/local-search.md). A model
   // priced through the cache is asked only about admitted candidates. Either
   // way the best admitted candidate wins.
   void try_move(const local_move& m) {
@@ -725,10 +688,10 @@ class local_improver {
   group_pricer<CostModel> price_;
   // Device costs of a model that does not fold (device_cost), at most
   // cache_slots slots (32 bytes each: 64 MiB): a round
-  // prices O(p B p_b) device sets, most of them again the next round (hits
-  // ~half the look-ups), but over a run on hundreds of pieces per device
-  // millions of distinct ones (500 tables on 8 devices: 1.7 million, ~200 MB
-  // unbounded); emptied when full (key_map), which changes no figure.
+  // prices O(p B p_b) device sets, many of them again the next round, but
+  // over a run on hundreds of pieces per device millions of distinct ones
+  // (docs/design/local-search.md); emptied when full (key_map), which
+  // changes no figure.
   static constexpr std::size_t cache_slots = std::size_t{1} << 20;
   cost_cache cache_{1 << 12, cache_slots};
   std::uint64_t folded_ = 0;  // folded()
@@ -800,7 +763,7 @@ search_result memory_first_plan(const task& t, const CostModel& model, const Con
       return std::tuple(bytes_of(b), a.table, a.col_begin) <
              std::tuple(bytes_of(a), b.table, b.col_begin);
     });
-    placement_state st(devices);
+    placement_state st(t);
     std::fill(load.begin(), load.end(), 0.0);
     plan p;
     bool placed_all = true;
@@ -854,10 +817,10 @@ struct local_search {
   std::int32_t max_moves = 64;  // improving moves applied at most
   // Devices a bottleneck piece may go to per ranking (earliest start, lowest
   // total, latest start, fewest columns); with at most this many devices,
-  // every device (the plan of trying every device, as before issue 19 item 9).
+  // every device (so a small cluster gets the plan of trying every device).
   std::int32_t destinations = 8;
   // Where the start finds no plan, also try torchrec_like's as the start
-  // (see the header comment).
+  // (docs/design/local-search.md).
   bool torchrec_fallback = true;
 
   // Compares complete plans by reward.score, whatever the start searcher does.
@@ -928,10 +891,8 @@ struct local_search {
         t, model, rule, r.placement, score, static_cast<std::size_t>(destinations));
     // Steepest ascent with halving splits to a local optimum, then on from it
     // with uneven splits and shifts too: the larger neighbourhood from the
-    // start led to other optima (the uneven splits alone, on the NeuroShard
-    // protocol: 80 of 600 plans changed, 32 of them for the worse, by up to
-    // 5 %); from the halving moves' optimum it can only improve on it
-    // (README, "Benchmarks").
+    // start led to other optima, some worse; from the halving moves' optimum
+    // it can only improve on it (docs/design/local-search.md).
     std::int32_t k = 0;
     for (; k < max_moves && improver.improve(); ++k) {
     }

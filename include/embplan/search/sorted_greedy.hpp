@@ -110,7 +110,7 @@ struct sorted_greedy {
       heap_storage.push_back(device_key{.load = 0.0, .memory_bytes = 0, .index = d});
     std::priority_queue<device_key> heap(std::less<device_key>{}, std::move(heap_storage));
 
-    placement_state st(devices);
+    placement_state st(t);
     std::vector<std::size_t> assignment(tables);
     std::vector<device_key> refused;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {

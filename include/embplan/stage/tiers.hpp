@@ -1,9 +1,10 @@
 #pragma once
 // choose_tiers: a pre-pass that moves tables out of HBM when the task's tables
-// do not fit the cluster's (issue 24, memory tiers). While the tables' HBM need
-// (shard_bytes of each whole table) exceeds hbm_fill x the cluster's total
-// HBM, it moves one table at a time to uvm_caching or host, taking the move
-// with the least added cost per HBM byte freed, until the need fits:
+// do not fit the cluster's (the memory-tiers option, docs/sharding.md). While
+// the tables' HBM need (shard_bytes of each whole table) exceeds hbm_fill x
+// the cluster's total HBM, it moves one table at a time to uvm_caching or
+// host, taking the move with the least added cost per HBM byte freed, until
+// the need fits:
 //  - candidates: each table still in hbm that is not `fixed` (a constraint
 //    already chose its tier), in uvm_caching with the cache the miss-ratio
 //    curve says is worth having (cheapest_tier_within_budget just below the
@@ -38,7 +39,7 @@
 #include "embplan/rowwise/cache_sizing.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI {
+namespace embplan::inline EMBPLAN_ABI::stage {
 
 struct tier_options {
   double hbm_fill = 0.9;  // the tables may take this fraction of the cluster's HBM
@@ -52,19 +53,19 @@ struct tier_move {
   double added_cost_ms = 0.0;         // tiered_shard_cost - shard_cost in hbm
 };
 
-namespace rowwise::detail {
+namespace detail {
 
 inline std::uint64_t table_hbm_bytes(const task& t, std::size_t i) {
   return shard_bytes(t, whole_table(t, i, 0));
 }
 
-}  // namespace rowwise::detail
+}  // namespace detail
 
 // The tables' HBM need: shard_bytes of every whole table in its tier.
 inline std::uint64_t tables_hbm_bytes(const task& t) {
   std::uint64_t sum = 0;
   for (std::size_t i = 0; i < t.tables.size(); ++i)
-    sum = checked_add(sum, rowwise::detail::table_hbm_bytes(t, i), "tables' HBM");
+    sum = checked_add(sum, detail::table_hbm_bytes(t, i), "tables' HBM");
   return sum;
 }
 
@@ -74,11 +75,11 @@ inline std::vector<tier_move> choose_tiers(task& t, const tier_options& o = {},
                                            const std::vector<bool>& fixed = {}) {
   validate(t);
   if (!(o.hbm_fill > 0.0 && o.hbm_fill <= 1.0)) {
-    detail::fail("tier_options.hbm_fill", o.hbm_fill, "a fraction of HBM in (0, 1]");
+    embplan::detail::fail("tier_options.hbm_fill", o.hbm_fill, "a fraction of HBM in (0, 1]");
   }
   if (!fixed.empty() && fixed.size() != t.tables.size()) {
-    detail::fail("fixed.size", fixed.size(),
-                 "one flag per table (" + std::to_string(t.tables.size()) + ")");
+    embplan::detail::fail("fixed.size", fixed.size(),
+                          "one flag per table (" + std::to_string(t.tables.size()) + ")");
   }
   long double capacity = 0.0L;
   for (const auto& d : t.cluster.devices)
@@ -103,7 +104,7 @@ inline std::vector<tier_move> choose_tiers(task& t, const tier_options& o = {},
     const shard whole = whole_table(t, i, 0);
     const std::uint64_t before = shard_bytes(t, whole);
     const double hbm_ms = o.model.shard_cost(t, whole);
-    const auto in_hbm = rowwise::table_storage(spec, t.batch_size, t.optimizer_state, {});
+    const auto in_hbm = table_storage(spec, t.batch_size, t.optimizer_state, {});
     const tier_placement cached =
         rowwise::cheapest_tier_within_budget(spec, t.batch_size, t.optimizer_state,
                                              in_hbm.total().hbm_bytes - 1)
@@ -149,4 +150,4 @@ inline std::vector<tier_move> choose_tiers(task& t, const tier_options& o = {},
   return out;
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI
+}  // namespace embplan::inline EMBPLAN_ABI::stage

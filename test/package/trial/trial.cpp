@@ -187,8 +187,8 @@ int main() {
     const rule my_rule{embplan::memory_capacity{}, embplan::dim_multiple{}, pin};
 
     using mine =
-        embplan::planner<embplan::analytic_cost, embplan::rowwise::split_oversized<two_orders>,
-                         rule, fast_everywhere>;
+        embplan::planner<embplan::analytic_cost, embplan::stage::split_oversized<two_orders>, rule,
+                         fast_everywhere>;
     const auto r = mine{{}, {}, my_rule, {}}(big, 0);
     check_priced(r, big, "mine (own searcher)");
     check(honours(r.placement, pin), "table 7 stays on device 3");
@@ -200,7 +200,7 @@ int main() {
     check(pieces_of_0 >= 2, "table 0 is split by rows");
 
     using greedy = embplan::planner<embplan::analytic_cost,
-                                    embplan::rowwise::split_oversized<embplan::sorted_greedy>, rule,
+                                    embplan::stage::split_oversized<embplan::sorted_greedy>, rule,
                                     fast_everywhere>;
     const auto g = greedy{{}, {}, my_rule, {}}(big, 0);
     check_priced(g, big, "mine (sorted_greedy)");

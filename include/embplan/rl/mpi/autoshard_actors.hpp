@@ -1,42 +1,20 @@
 #pragma once
 // AutoShard's actors as MPI ranks (target embplan::mpi): Algorithm 1's actors
 // spread over machines, each rank measuring the plans it plays on its own
-// device, every rank a learner.
-//
-// autoshard_mpi_player(comm, ...) is an rl::autoshard_player. For learner
-// update u, rank r of `comm` (size S) plays episodes r, r + S, r + 2S, ... of
-// the update's batch, exactly as a one-process run plays them (episode k draws
-// its task and actions from rng(derive_seed(update seed, k)),
-// rl::detail::autoshard_play), its meter measuring on this rank's device; then
-// the ranks exchange their episodes (MPI_Allgather of the byte counts,
-// MPI_Allgatherv of the samples), so that every rank holds the whole batch in
-// episode order. Every rank then takes the same, deterministic learner step
-// (rl::autoshard_train): the ranks stay in lockstep with no parameter
-// broadcast, and, with a deterministic meter (analytic_cost, a simulated one),
-// the trained policy equals a one-process run's bit for bit, whatever the
-// number of ranks. A measuring meter gives each rank its own latencies; the
-// policy then depends on the measurements, as it does in one process.
-//
-// Collective: every rank of `comm` calls rl::autoshard_train with the same
-// tasks, options (seed included) and initial state, and a player made by
-// autoshard_mpi_player on the same communicator. `concurrent` is false (the
-// player talks MPI, so it does not run beside the learner: with policy_lag
-// >= 1 the batches are still played with the lagging policy, one after the
-// other).
-//
-// A rank that fails to play (its meter throws, an episode cannot be placed)
-// still takes part in the exchange, with its error message instead of its
-// samples; then every rank throws the same embplan::error, naming the lowest
-// failing rank: "autoshard actors: rank 1 failed to play/measure update 3:
-// ...". Ranks that play different updates, batches or seeds fail alike at
-// the first exchange. No rank waits for one that gave up. (What throws
-// outside play, e.g. a progress callback, is this rank's alone: the others
-// would wait at the next exchange; keep such code the same on every rank.)
-//
-// The samples travel as bytes (encode_autoshard_sample /
-// decode_autoshard_sample): native byte order (the ranks share it, checked by
-// a magic number), floats and doubles bit for bit, a format version.
-#include "embplan/bench/mpi/alltoall.hpp"  // first: it picks MPI's C API
+// device, every rank a learner. autoshard_mpi_player(comm, ...) is an
+// rl::autoshard_player: rank r of S plays episodes r, r + S, ... of each
+// update's batch exactly as one process plays them, the ranks exchange their
+// episodes (MPI_Allgather / MPI_Allgatherv, as bytes with a format version
+// and a byte-order check), and every rank takes the same deterministic
+// learner step, so with a deterministic meter the policy equals a
+// one-process run's bit for bit, whatever the number of ranks.
+// Collective: every rank calls rl::autoshard_train with the same tasks,
+// options and initial state and a player on the same communicator. A rank
+// that fails to play still takes part in the exchange with its message, and
+// every rank then throws the same embplan::error naming the lowest failing
+// rank; no rank waits for one that gave up.
+// Design notes: docs/design/autoshard.md.
+#include "embplan/detail/mpi.hpp"  // first: it picks MPI's C API
 #include "embplan/version.hpp"
 
 #include <climits>
@@ -270,7 +248,7 @@ namespace detail {
 // counts), before the second collective.
 inline std::vector<std::byte> allgather_bytes(MPI_Comm comm, std::span<const std::byte> mine,
                                               std::vector<std::size_t>& out_offsets) {
-  using embplan::bench::mpi::detail::check;
+  const auto check = embplan::detail::mpi_check;
   int size = 0;
   check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   const auto ranks = static_cast<std::size_t>(size);
@@ -410,7 +388,7 @@ template <cost_model Meter, constraint Constraint = all_of<>>
 autoshard_player autoshard_mpi_player(MPI_Comm comm, std::span<const task> tasks,
                                       const Meter& meter, const autoshard_train_options& o,
                                       const Constraint& rule = {}) {
-  using embplan::bench::mpi::detail::check;
+  const auto check = embplan::detail::mpi_check;
   int rank = 0;
   int size = 0;
   check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");

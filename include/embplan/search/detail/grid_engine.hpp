@@ -2,82 +2,26 @@
 // The work of NeuroShard's greedy grid search (Alg. 2), over any list of
 // pieces (whole tables, or the column pieces of a beam-search state):
 //  - pieces sorted by their predicted single-piece compute cost, descending
-//    (Alg. 2 line 3); ties as in sorted_greedy: larger bytes, then the higher
-//    (table, first column) first;
+//    (Alg. 2 line 3); ties: larger bytes, then the higher (table, first
+//    column) first;
 //  - for each max-device-dim bound of the grid (§3.3: from the mean device dim
 //    to 1.5 x it, in M steps; Alg. 2 line 7), each piece in turn to the device
 //    with the lowest predicted compute cost of what it holds so far, among
 //    those the constraint admits and whose device dim stays within the bound
 //    (lines 9-17); ties: less memory taken, then the lower index;
-//  - each complete plan priced as the simulator prices it (compute + backward
-//    comm + forward comm with start skew, max over devices), the cheapest kept
-//    (lines 18-19; Alg. 2 writes "computation cost" but §3.3 step 4 evaluates
-//    "the embedding cost with the cost models": we take the latter). "Cheapest"
-//    is the Reward's order: the plan with the highest reward.score(task,
-//    plan_cost) is kept (on a tie, the earlier bound's), plan_cost being
-//    evaluate()'s figures for it (each device's pieces summed in placement
-//    order). Under neg_max_cost_reward that is the paper's cheapest plan.
-// Device costs come from the per-search cache (cost_cache.hpp, Alg. 2 lines
-// 12-16).
-//
-// Three exact shortcuts, none changes a result:
-//  - a bound is an integer (device dims are), so grid points with the same
-//    floor are run once;
-//  - bounds run in ascending order. At a step where the bound refuses a device
-//    that would have won, the step's critical bound is the least device dim
-//    such a device would need (whether the constraint admits it is not asked:
-//    a lower critical bound only reruns steps); a looser bound makes the
-//    same choices up to the first step whose critical bound it reaches. So the
-//    next bound's pass resumes at that step (its state rewound to it: the
-//    later steps' placements undone, and each device given back the cost and
-//    fold it had after its last earlier step, kept when that step was
-//    placed; nothing is priced again); bounds below every
-//    critical bound of the trajectory repeat it and are skipped; and a
-//    trajectory with no such step is that of every looser bound, so the grid
-//    stops there.
-//  - only under a reward decreasing in max cost (concepts/reward.hpp;
-//    neg_max_cost_reward): plans are ranked by their max cost, and a plan
-//    whose busiest device's compute already reaches the best cost, where
-//    communication is never negative, is not priced, and one whose compute +
-//    backward comm reaches it is not given the forward all-to-all
-//    (plan_pricer.hpp: compute_bound_ms, max_ms_below). Under
-//    any other reward every complete plan is priced in full and scored.
-// When no bound of the grid yields a plan (a piece wider than 1.5 x the mean
-// device dim, or dims that do not pack), one more pass runs with no dim bound
-// (memory and the constraint only) — NeuroShard's code would return no plan
-// (grid_rules::unbounded_fallback = false does as it does); the beam search
-// then still compares it with its split states.
-//
-// The devices are kept sorted by the greedy's key (cost, memory, index): a
-// step walks them from the cheapest to the first one the bound and the
-// constraint admit, O(its rank) instead of O(D), then moves the chosen device
-// to its new place: a quaternary search (first_not_before), and a shift of
-// whichever side is shorter (device_order; the device usually goes from the
-// front to the back half, so shifting the entries in between would move
-// hundreds). A rewind starts from the order of the pass's start and re-sorts
-// only the devices placed between there and the step it resumes at, merging
-// them back in (rerank_changed). A device whose dim exceeds the bound less the
-// narrowest piece's columns is refused by the bound for every piece left in
-// the pass, and nothing is placed on it again, so its key stays as it is:
-// such a "full" device leaves the walk for the rest of the pass (most devices
-// a walk visited were full ones). What it gave the walk, its part in the
-// step's critical bound (its dim plus the piece's columns, when it ranks
-// before the choice), is kept per full dim: the first-ranked full device of
-// each dim (few: full dims lie within the narrowest piece's columns below the
-// bound). So the choices and the critical bounds are those of a walk over
-// every device.
-// A model whose device compute is a fold over per-piece terms with a cheap
-// finish (piecewise.hpp, cache_groups = false: the analytic and the neural
-// model) has each device's fold kept with the step that placed its last
-// piece and extended as pieces are placed (the model's add_finish: for the
-// neural model the fold's sum and the head in one pass), instead of a cache
-// look-up per step; this gives bitwise the cached figure (see place()), and
-// the cache then holds single-piece costs only.
-// Pieces that come priced (piece::single_ms) and already in the order of
-// Alg. 2 line 3 (greedy_first), as the beam search keeps its states, are
-// neither priced nor sorted again; their terms' places in the pricer's store
-// are copied, in step order, from the previous run's where that run held the
-// same piece (prepare_order).
+//  - each complete plan priced as evaluate() prices it, and the one the Reward
+//    scores highest kept (lines 18-19, with §3.3 step 4's cost; on a tie the
+//    earlier bound's): under neg_max_cost_reward the paper's cheapest plan.
+// Where no bound yields a plan, one more pass runs with no dim bound
+// (grid_rules::unbounded_fallback). Device costs come from the per-search
+// cache (cost_cache.hpp, Alg. 2 lines 12-16), or from folds the engine keeps
+// for piecewise models (piecewise.hpp).
+// Invariant: the shortcuts (integer bounds run once, passes resumed at the
+// first step a looser bound changes, pricing cut at a bound under a reward
+// decreasing in max cost, devices kept in the greedy's order, full devices
+// left out of the walk) change no result: the plan is that of the plain
+// grid search of Alg. 2.
+// Design notes: docs/design/grid-engine.md.
 
 #include <algorithm>
 #include <bit>
@@ -254,10 +198,10 @@ inline bool better(const grid_outcome& a, const grid_outcome& b) noexcept {
 // The devices in the greedy's order, held in a buffer with room on both
 // sides. The usual move of the grid search is that of a longest-processing-
 // time greedy: the chosen device is among the first (the cheapest) and, once
-// it holds one more piece, goes to the back half (measured on 10,000 pieces
-// and 1,024 devices: most often 64 to 512 places before the end). In a plain
-// array that shifts every entry in between (the search's largest cost there,
-// a fifth of its time); here the move shifts whichever is shorter: the
+// it holds one more piece, goes to the back half, often hundreds of places
+// from where it was. In a plain array that shifts every entry in between (on
+// large clusters a large part of the search's time; docs/design/grid-engine.md
+// has the figures); here the move shifts whichever is shorter: the
 // entries in between, or those before the device plus those after its new
 // place (then the live range slides one place to the back).
 class device_order {
@@ -667,10 +611,9 @@ class grid_engine {
   // (the range holds the devices ranked before d, then the others) as a
   // quaternary search: three probes per step whose loads (the entry, then its
   // device's key) do not wait on each other, where a binary search waits on
-  // two dependent loads per halving. (Measured on 10,000 x 1,024, learned
-  // model: 2 % faster than the branch-free binary search, and 6 % faster than
-  // a fully branch-free quaternary one, whose table look-ups cost more than
-  // the mispredictions they save.)
+  // two dependent loads per halving. (It beat both the branch-free binary
+  // search and a fully branch-free quaternary one, whose table look-ups cost
+  // more than the mispredictions they save; docs/design/grid-engine.md.)
   std::uint32_t* first_not_before(std::uint32_t* first, std::size_t n,
                                   std::size_t d) const noexcept {
     while (n >= 4) {
@@ -727,11 +670,11 @@ class grid_engine {
       // Too little room (room_): the constraint would refuse it, whatever
       // the bound, so it is no candidate for the critical bound either
       // (which is then nearer the true one: the same plans, fewer repeated
-      // steps). At 5,384 tables on 1,024 devices with every option, ~90
-      // devices a step were passed so, most of the search's time while the
-      // constraint was asked about each (likely those holding a large
-      // table's row shards in rowwise::split_oversized's sub-task: cheap
-      // there, so ranked first, and nearly full). Skipped in a loop of its
+      // steps). On large clusters with every option many devices a step are
+      // passed so, and asking the constraint about each would dominate the
+      // search (likely those holding a large table's row shards in
+      // stage::split_oversized's sub-task: cheap there, so ranked first,
+      // and nearly full; docs/design/grid-engine.md). Skipped in a loop of its
       // own, which the compiler keeps in registers (in the walk's body it
       // reloaded its locals from the stack at every device).
       if constexpr (ReadRoom) {
@@ -1008,8 +951,7 @@ class grid_engine {
     ps.st.dim_sum.assign(devices, 0);
     ps.st.shard_count.assign(devices, 0);
     ps.st.dram_bytes.assign(devices, 0);
-    ps.st.tables.clear();
-    ps.st.records_tables = reads_table_record(rule_);  // else the record is only cost
+    ps.st.keep_table_record(reads_table_record(rule_), t_.tables.size());  // else only cost
     ps.key.resize(devices);
     ps.compute.resize(devices);
     ps.load.resize(devices);

@@ -122,7 +122,7 @@ class perf_partitioner {
     constexpr double inf = std::numeric_limits<double>::infinity();
     const std::size_t devices = t_.cluster.size();
     if (!nonnegative_) stop_at = inf;
-    st_ = placement_state(devices);
+    st_ = placement_state(t_);
     load_.assign(devices, 0.0);
     heap_.clear();
     parked_.clear();
@@ -204,12 +204,12 @@ class perf_partitioner {
   // none is admitted. Refused devices go back unchanged, except those the
   // room refuses (room_bounding_constraint): they wait in parked_ until a
   // shard they have room for comes, so that a nearly full device is not
-  // popped and pushed again at each shard it cannot take (at 10,000 tables
-  // on 1,024 devices with every option, ~45 such pops a shard were most of
-  // torchrec_like's time). A parked device's room and key do not change
-  // while it waits (nothing is placed on it), and every device still parked
-  // after the wake-up loop has less room than the shard's bytes, so the
-  // constraint would refuse it: the same choice as popping them all.
+  // popped and pushed again at each shard it cannot take (on large clusters
+  // with every option such pops would be most of torchrec_like's time;
+  // docs/design/torchrec-like.md). A parked device's room and key do not
+  // change while it waits (nothing is placed on it), and every device still
+  // parked after the wake-up loop has less room than the shard's bytes, so
+  // the constraint would refuse it: the same choice as popping them all.
   template <constraint Constraint>
   std::size_t pick(const Constraint& rule, shard& s) {
     constexpr bool sized =

@@ -1,6 +1,6 @@
 #pragma once
 // group_pricer: how the searchers price a group of pieces on one device on a
-// cache miss, through the model's piecewise_compute (search/piecewise.hpp,
+// cache miss, through the model's piecewise_compute (concepts/piecewise.hpp,
 // where a model opts in) or else its compute().
 
 #include <cstddef>
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "embplan/concepts/cost_model.hpp"
+#include "embplan/concepts/piecewise.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/search/detail/cost_cache.hpp"
-#include "embplan/search/piecewise.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::search::detail {

@@ -20,7 +20,7 @@ template <constraint Constraint>
 search_result random_table_wise(const task& t, const Constraint& rule, std::uint64_t stream_seed) {
   const std::size_t devices = t.cluster.size();
   rng gen(stream_seed);
-  placement_state st(devices);
+  placement_state st(t);
   std::vector<std::size_t> legal;
   legal.reserve(devices);
   search_result out;

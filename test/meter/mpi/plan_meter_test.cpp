@@ -2,7 +2,7 @@
 // executable through MPIEXEC): a 2-device plan measured with a real
 // MPI_Alltoallv. doctest's own main is not used: MPI must be initialised
 // around the test run.
-#include "embplan/bench/mpi/plan_meter.hpp"  // first: it picks MPI's C API
+#include "embplan/meter/mpi/plan_meter.hpp"  // first: it picks MPI's C API
 
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -19,7 +19,7 @@
 
 namespace {
 
-namespace eb = embplan::bench;
+namespace eb = embplan::meter;
 
 // Small and quick: four tables, a short protocol, a small batch.
 eb::mpi::plan_meter_options quick() {

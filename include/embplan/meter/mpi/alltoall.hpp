@@ -11,15 +11,7 @@
 // pays for the late ones, as on the GPUs. The backward all-to-all starts
 // together. Each is timed under AutoShard's protocol (bench/protocol.hpp),
 // per rank.
-// The C API only: OpenMPI's deprecated C++ bindings do not compile cleanly
-// under -Wextra.
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
-#include <mpi.h>
+#include "embplan/detail/mpi.hpp"  // first: it picks MPI's C API
 
 #include <chrono>
 #include <cstdint>
@@ -27,28 +19,17 @@
 #include <string>
 #include <vector>
 
-#include "embplan/bench/protocol.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
+#include "embplan/meter/protocol.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench::mpi {
+namespace embplan::inline EMBPLAN_ABI::meter::mpi {
 
 struct alltoall_options {
   std::int64_t batch_size = 4096;  // global batch B
   protocol_options protocol{.warmup = 2, .runs = 9, .drop = 2, .flush = false};
 };
-
-namespace detail {
-inline void check(int rc, const char* call) {
-  if (rc != MPI_SUCCESS) {
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(rc, text, &length);
-    embplan::detail::fail(call, std::string(text, static_cast<std::size_t>(length)), "MPI_SUCCESS");
-  }
-}
-}  // namespace detail
 
 // Collective over `comm`: every rank passes the same dim_sum and start_ms (one
 // entry per rank). Returns every rank's forward/backward cost in ms.
@@ -57,8 +38,8 @@ inline std::vector<comm_cost> measure_alltoall(MPI_Comm comm, std::span<const st
                                                const alltoall_options& o = {}) {
   int rank = 0;
   int size = 0;
-  detail::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  detail::check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  embplan::detail::mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  embplan::detail::mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   const auto devices = static_cast<std::size_t>(size);
   if (dim_sum.size() != devices) {
     embplan::detail::fail("alltoall.dim_sum.size", dim_sum.size(),
@@ -105,18 +86,18 @@ inline std::vector<comm_cost> measure_alltoall(MPI_Comm comm, std::span<const st
     }
   };
   const auto run = [&](bool forward) {
-    detail::check(MPI_Barrier(comm), "MPI_Barrier");
+    embplan::detail::mpi_check(MPI_Barrier(comm), "MPI_Barrier");
     const auto t0 = clock::now();
     if (forward) {
       wait_ms(t0, start_ms[me]);
-      detail::check(
+      embplan::detail::mpi_check(
           MPI_Alltoallv(outputs.data(), fwd_send.data(), fwd_sdispl.data(), MPI_FLOAT,
                         received.data(), fwd_recv.data(), fwd_rdispl.data(), MPI_FLOAT, comm),
           "MPI_Alltoallv");
       return std::chrono::duration<double, std::milli>(clock::now() - t0).count() - start_ms[me];
     }
     // Backward: the gradients travel back, counts swapped.
-    detail::check(
+    embplan::detail::mpi_check(
         MPI_Alltoallv(received.data(), fwd_recv.data(), fwd_rdispl.data(), MPI_FLOAT,
                       outputs.data(), fwd_send.data(), fwd_sdispl.data(), MPI_FLOAT, comm),
         "MPI_Alltoallv");
@@ -132,12 +113,12 @@ inline std::vector<comm_cost> measure_alltoall(MPI_Comm comm, std::span<const st
   };
   const double mine[2] = {protocol(true), protocol(false)};
   std::vector<double> all(2 * devices);
-  detail::check(MPI_Allgather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm),
-                "MPI_Allgather");
+  embplan::detail::mpi_check(MPI_Allgather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm),
+                             "MPI_Allgather");
   std::vector<comm_cost> out(devices);
   for (std::size_t d = 0; d < devices; ++d)
     out[d] = comm_cost{.fwd_ms = all[2 * d], .bwd_ms = all[2 * d + 1]};
   return out;
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench::mpi
+}  // namespace embplan::inline EMBPLAN_ABI::meter::mpi

@@ -1,6 +1,6 @@
 #pragma once
-// The measured meter of a whole plan with real communication (DESIGN.md,
-// "Measuring a planner"; target embplan::mpi): one MPI rank per device. Each
+// The measured meter of a whole plan with real communication (docs/measuring.md,
+// "Meters"; target embplan::mpi): one MPI rank per device. Each
 // rank measures its own device's shard on the CPU meter (bench/cpu_meter.hpp),
 // the ranks taking turns so that every device is timed by itself; the compute
 // costs are gathered on every rank; then the all-to-alls are measured for real
@@ -17,7 +17,8 @@
 //
 // Collective: every rank of `comm` calls measure_plan with the same task and
 // plan, and every rank gets the same plan_cost.
-#include "embplan/bench/mpi/alltoall.hpp"  // first: it picks MPI's C API
+#include "embplan/detail/mpi.hpp"  // first: it picks MPI's C API
+#include "embplan/meter/mpi/alltoall.hpp"
 #include "embplan/version.hpp"
 
 #include <algorithm>
@@ -27,15 +28,15 @@
 #include <string_view>
 #include <vector>
 
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/costs.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/evaluate.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench::mpi {
+namespace embplan::inline EMBPLAN_ABI::meter::mpi {
 
 struct plan_meter_options {
   cpu_meter_cost compute{};             // the CPU meter of each device's shard
@@ -99,8 +100,8 @@ inline plan_cost measure_plan(MPI_Comm comm, const task& t, const plan& p,
   validate(o);
   int rank = 0;
   int size = 0;
-  embplan::bench::mpi::detail::check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  embplan::bench::mpi::detail::check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  embplan::detail::mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  embplan::detail::mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   const std::size_t devices = t.cluster.size();
   if (static_cast<std::size_t>(size) != devices) {
     embplan::detail::fail("measure_plan.ranks", size,
@@ -117,15 +118,15 @@ inline plan_cost measure_plan(MPI_Comm comm, const task& t, const plan& p,
       mine[0] = c.fwd_ms;
       mine[1] = c.bwd_ms;
     }
-    embplan::bench::mpi::detail::check(MPI_Barrier(comm), "MPI_Barrier");
+    embplan::detail::mpi_check(MPI_Barrier(comm), "MPI_Barrier");
   }
   std::vector<double> all(2 * devices);
-  embplan::bench::mpi::detail::check(
-      MPI_Allgather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm), "MPI_Allgather");
+  embplan::detail::mpi_check(MPI_Allgather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm),
+                             "MPI_Allgather");
   detail::measured_plan_model model{.compute_by_device = {}, .comm = comm, .options = o};
   for (std::size_t d = 0; d < devices; ++d)
     model.compute_by_device.push_back({.fwd_ms = all[2 * d], .bwd_ms = all[2 * d + 1]});
   return evaluate(t, p, model);
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench::mpi
+}  // namespace embplan::inline EMBPLAN_ABI::meter::mpi

@@ -1,4 +1,4 @@
-#include "embplan/bench/collect.hpp"
+#include "embplan/meter/collect.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include "embplan/data/synthetic_pool.hpp"
 #include "support/message_of.hpp"
 
-namespace eb = embplan::bench;
+namespace eb = embplan::meter;
 namespace fs = std::filesystem;
 
 namespace {

@@ -27,15 +27,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench {
+namespace embplan::inline EMBPLAN_ABI::meter {
 
 // An augmented table (Algorithm 3): pool table `table` at dimension `dim`.
 struct augmented_table {
@@ -317,4 +317,4 @@ inline void truncate_torn_tail(const std::filesystem::path& path) {
   std::filesystem::resize_file(path, keep);
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench
+}  // namespace embplan::inline EMBPLAN_ABI::meter

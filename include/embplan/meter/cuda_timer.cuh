@@ -9,12 +9,12 @@
 #include <cstddef>
 #include <utility>
 
-#include "embplan/bench/protocol.hpp"
 #include "embplan/kernel/detail/cuda_check.cuh"
 #include "embplan/kernel/detail/device_buffer.cuh"
+#include "embplan/meter/protocol.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench {
+namespace embplan::inline EMBPLAN_ABI::meter {
 
 class cuda_event_timer {
  public:
@@ -92,4 +92,4 @@ class cuda_l2_flusher {
   unsigned char round_ = 0;
 };
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench
+}  // namespace embplan::inline EMBPLAN_ABI::meter

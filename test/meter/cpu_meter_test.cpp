@@ -1,4 +1,4 @@
-#include "embplan/bench/cpu_meter.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include "support/message_of.hpp"
 #include "support/meter_table.hpp"
 
-namespace eb = embplan::bench;
+namespace eb = embplan::meter;
 
 namespace {
 using embplan::test::message_of;

@@ -1,7 +1,7 @@
 // bench/paired.hpp: Student's t against published quantiles, the paired
 // ratio interval's coverage on log-normal ratios of known geometric mean,
 // and the interleaved measurement order.
-#include "embplan/bench/paired.hpp"
+#include "embplan/meter/paired.hpp"
 
 #include <doctest/doctest.h>
 
@@ -50,15 +50,15 @@ static_assert(cost_model<recording_meter>);
 
 TEST_CASE("paired: Student's t quantiles as published") {
   // 97.5 % (two-sided 95 %) and 99.5 % quantiles, to nine digits.
-  CHECK(bench::student_t_quantile(0.975, 1) == doctest::Approx(12.70620474).epsilon(1e-7));
-  CHECK(bench::student_t_quantile(0.975, 2) == doctest::Approx(4.30265273).epsilon(1e-7));
-  CHECK(bench::student_t_quantile(0.975, 5) == doctest::Approx(2.570581836).epsilon(1e-7));
-  CHECK(bench::student_t_quantile(0.975, 10) == doctest::Approx(2.228138852).epsilon(1e-7));
-  CHECK(bench::student_t_quantile(0.975, 30) == doctest::Approx(2.042272456).epsilon(1e-7));
-  CHECK(bench::student_t_quantile(0.995, 20) == doctest::Approx(2.845339731).epsilon(1e-7));
-  CHECK(bench::student_t_quantile(0.975, 100000) == doctest::Approx(1.9599877).epsilon(1e-6));
-  CHECK(bench::student_t_quantile(0.025, 10) == doctest::Approx(-2.228138852).epsilon(1e-7));
-  CHECK(bench::student_t_cdf(0.0, 7) == doctest::Approx(0.5));
+  CHECK(meter::student_t_quantile(0.975, 1) == doctest::Approx(12.70620474).epsilon(1e-7));
+  CHECK(meter::student_t_quantile(0.975, 2) == doctest::Approx(4.30265273).epsilon(1e-7));
+  CHECK(meter::student_t_quantile(0.975, 5) == doctest::Approx(2.570581836).epsilon(1e-7));
+  CHECK(meter::student_t_quantile(0.975, 10) == doctest::Approx(2.228138852).epsilon(1e-7));
+  CHECK(meter::student_t_quantile(0.975, 30) == doctest::Approx(2.042272456).epsilon(1e-7));
+  CHECK(meter::student_t_quantile(0.995, 20) == doctest::Approx(2.845339731).epsilon(1e-7));
+  CHECK(meter::student_t_quantile(0.975, 100000) == doctest::Approx(1.9599877).epsilon(1e-6));
+  CHECK(meter::student_t_quantile(0.025, 10) == doctest::Approx(-2.228138852).epsilon(1e-7));
+  CHECK(meter::student_t_cdf(0.0, 7) == doctest::Approx(0.5));
 }
 
 TEST_CASE("paired: the interval covers the true geometric mean about as often as it says") {
@@ -74,7 +74,7 @@ TEST_CASE("paired: the interval covers the true geometric mean about as often as
       std::vector<double> ratios(n);
       for (auto& r : ratios)
         r = std::exp(std::log(truth) + 0.05 * paired_test_normal(gen));
-      const auto ci = bench::paired_ratio_interval(ratios);
+      const auto ci = meter::paired_ratio_interval(ratios);
       REQUIRE(ci.tasks == n);
       CHECK(ci.low < ci.ratio);
       CHECK(ci.ratio < ci.high);
@@ -85,7 +85,7 @@ TEST_CASE("paired: the interval covers the true geometric mean about as often as
     CHECK(covered >= 0.93 * trials);
     CHECK(covered <= 0.97 * trials);
     // Half-width about t * 0.05 / sqrt(n) of the log.
-    const double t = bench::student_t_quantile(0.975, n - 1);
+    const double t = meter::student_t_quantile(0.975, n - 1);
     CHECK(width / 2.0 == doctest::Approx(truth * t * 0.05 / std::sqrt(double(n))).epsilon(0.1));
   }
 }
@@ -93,24 +93,24 @@ TEST_CASE("paired: the interval covers the true geometric mean about as often as
 TEST_CASE("paired: failed tasks are left out; one task has no interval; bad levels named") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::vector<double> ratios{1.1, nan, 0.9, std::numeric_limits<double>::infinity(), 0.0};
-  const auto ci = bench::paired_ratio_interval(ratios);
+  const auto ci = meter::paired_ratio_interval(ratios);
   CHECK(ci.tasks == 2);
   CHECK(ci.ratio == doctest::Approx(std::sqrt(1.1 * 0.9)));
   const std::vector<double> one{1.2};
-  const auto single = bench::paired_ratio_interval(one);
+  const auto single = meter::paired_ratio_interval(one);
   CHECK(single.tasks == 1);
   CHECK(single.ratio == doctest::Approx(1.2));
   CHECK(std::isnan(single.low));
   // A planner against itself: ratio 1, interval [1, 1].
   const std::vector<double> same(5, 1.0);
-  const auto flat = bench::paired_ratio_interval(same);
+  const auto flat = meter::paired_ratio_interval(same);
   CHECK(flat.ratio == 1.0);
   CHECK(flat.low == 1.0);
   CHECK(flat.high == 1.0);
-  const auto msg = test::message_of([&] { bench::paired_ratio_interval(one, 1.5); });
+  const auto msg = test::message_of([&] { meter::paired_ratio_interval(one, 1.5); });
   CHECK(msg.find("confidence") != std::string::npos);
   CHECK(msg.find("1.5") != std::string::npos);
-  CHECK(test::message_of([] { bench::student_t_quantile(0.975, 0); }).find("df") !=
+  CHECK(test::message_of([] { meter::student_t_quantile(0.975, 0); }).find("df") !=
         std::string::npos);
 }
 
@@ -131,7 +131,7 @@ TEST_CASE("paired: plans are measured interleaved, round by round (A B C A B C)"
     for (std::size_t i = 0; i < 3; ++i)
       plans[p].shards.push_back(whole_table(t, i, i == p ? 0 : 1));
   std::vector<std::uint32_t> seen;
-  const auto out = bench::measure_interleaved(t, plans, recording_meter{&seen}, 2);
+  const auto out = meter::measure_interleaved(t, plans, recording_meter{&seen}, 2);
   CHECK(seen == std::vector<std::uint32_t>{0, 1, 2, 0, 1, 2});
   REQUIRE(out.size() == 3);
   for (const auto& rounds : out) {
@@ -139,6 +139,6 @@ TEST_CASE("paired: plans are measured interleaved, round by round (A B C A B C)"
     CHECK(rounds[0].max_ms() == 3.0);  // device 1: two tables, 1 + 2 ms
   }
   const auto msg =
-      test::message_of([&] { bench::measure_interleaved(t, plans, recording_meter{&seen}, 0); });
+      test::message_of([&] { meter::measure_interleaved(t, plans, recording_meter{&seen}, 0); });
   CHECK(msg.find("rounds") != std::string::npos);
 }

@@ -1,4 +1,4 @@
-#include "embplan/bench/protocol.hpp"
+#include "embplan/meter/protocol.hpp"
 #include "support/message_of.hpp"
 
 #include <doctest/doctest.h>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace eb = embplan::bench;
+namespace eb = embplan::meter;
 
 namespace {
 using embplan::test::message_of;

@@ -34,7 +34,7 @@
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench {
+namespace embplan::inline EMBPLAN_ABI::meter {
 
 namespace detail {
 
@@ -162,4 +162,4 @@ std::vector<std::vector<plan_cost>> measure_interleaved(const task& t, std::span
   return out;
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench
+}  // namespace embplan::inline EMBPLAN_ABI::meter

@@ -1,4 +1,4 @@
-#include "embplan/bench/shard_traces.hpp"
+#include "embplan/meter/shard_traces.hpp"
 
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 #include "support/message_of.hpp"
 #include "support/meter_table.hpp"
 
-namespace eb = embplan::bench;
+namespace eb = embplan::meter;
 
 namespace {
 using embplan::test::message_of;

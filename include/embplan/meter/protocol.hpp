@@ -27,7 +27,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench {
+namespace embplan::inline EMBPLAN_ABI::meter {
 
 template <class T>
 concept timer = requires(T t) {
@@ -225,4 +225,4 @@ measurement measure_referenced(Timer& t, Run&& run, Reference&& reference, Befor
   return trimmed(std::move(samples), o.drop);
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench
+}  // namespace embplan::inline EMBPLAN_ABI::meter

@@ -33,14 +33,14 @@
 #include <utility>
 #include <vector>
 
-#include "embplan/bench/cpu_meter.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/random.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/data/trace.hpp"
+#include "embplan/meter/cpu_meter.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench {
+namespace embplan::inline EMBPLAN_ABI::meter {
 
 class shard_traces {
  public:
@@ -156,4 +156,4 @@ class shard_traces {
   std::size_t drawn_ = 0;
 };
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench
+}  // namespace embplan::inline EMBPLAN_ABI::meter

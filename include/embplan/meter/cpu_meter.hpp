@@ -30,7 +30,6 @@
 #include <utility>
 #include <vector>
 
-#include "embplan/bench/protocol.hpp"
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/core/error.hpp"
 #include "embplan/core/plan.hpp"
@@ -41,9 +40,10 @@
 #include "embplan/data/trace.hpp"
 #include "embplan/kernel/embedding_bag.hpp"
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/meter/protocol.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench {
+namespace embplan::inline EMBPLAN_ABI::meter {
 
 // What the CPU meter's timer reads: the wall clock (AutoShard's steady clock,
 // the default) or the measuring thread's CPU time (bench/protocol.hpp's
@@ -224,7 +224,7 @@ template <class Timer, class Run, class Before>
 measurement median_of_repeats(Timer& timer, Run&& run, Before&& before,
                               const protocol_options& protocol, int repeats) {
   return median_measurement(repeats,
-                            [&] { return embplan::bench::measure(timer, run, before, protocol); });
+                            [&] { return embplan::meter::measure(timer, run, before, protocol); });
 }
 
 // Forward, backward (if o.separate) and both together (if o.together, or
@@ -318,10 +318,10 @@ class shard_meter {
       const auto one = [&] {
         if (o.clock == meter_clock::thread_cpu) {
           thread_cpu_timer timer;
-          return embplan::bench::measure(timer, run_reference, before, o.protocol);
+          return embplan::meter::measure(timer, run_reference, before, o.protocol);
         }
         steady_timer timer;
-        return embplan::bench::measure(timer, run_reference, before, o.protocol);
+        return embplan::meter::measure(timer, run_reference, before, o.protocol);
       };
       reference_->ms = detail::median_measurement(5, one).mean_ms;
       // A clock that cannot see the reference cannot scale by it.
@@ -483,7 +483,7 @@ struct cpu_meter_cost {
       // Every device must be scaled to one reference time, not its own.
       embplan::detail::fail("meter.reference_ms", options.reference_ms,
                             "a time > 0 when cpu_meter_cost uses the drift reference "
-                            "(bench::calibrate_reference gives one)");
+                            "(meter::calibrate_reference gives one)");
     }
     std::vector<table_spec> specs;
     specs.reserve(group.size());
@@ -517,4 +517,4 @@ struct cpu_meter_cost {
 };
 static_assert(cost_model<cpu_meter_cost>);
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench
+}  // namespace embplan::inline EMBPLAN_ABI::meter

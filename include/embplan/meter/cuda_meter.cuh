@@ -24,15 +24,15 @@
 #include <span>
 #include <vector>
 
-#include "embplan/bench/cpu_meter.hpp"
-#include "embplan/bench/cuda_timer.cuh"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/data/trace.hpp"
 #include "embplan/kernel/embedding_bag.cuh"
 #include "embplan/kernel/tbe.hpp"
+#include "embplan/meter/cpu_meter.hpp"
+#include "embplan/meter/cuda_timer.cuh"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::bench {
+namespace embplan::inline EMBPLAN_ABI::meter {
 
 // meter_options as the GPU meter's papers measured: B = 65,536 bags per table,
 // shards up to 8 GiB of weights.
@@ -100,4 +100,4 @@ class cuda_shard_meter {
   cuda_l2_flusher flush_;
 };
 
-}  // namespace embplan::inline EMBPLAN_ABI::bench
+}  // namespace embplan::inline EMBPLAN_ABI::meter

@@ -1,0 +1,3 @@
+#pragma once
+// A fixture for the layering check: search includes core, which is allowed.
+#include "embplan/version.hpp"
