@@ -7,7 +7,7 @@ Each file is one compare run (one or more settings); runs of one setting with
 different --seed values hold independent tasks, so their per-task ratios to
 the baseline ("ratio_to_baseline.per_task") pool into one sample. Prints, per
 setting (devices / max dim) and planner: the tasks, the geometric mean of the
-ratios with a Student-t interval on their logs (as bench/paired.hpp's
+ratios with a Student-t interval on their logs (as meter/paired.hpp's
 paired_ratio_interval computes it), its half-width in per cent, the mean
 cost, and the mean balance. Standard library only.
 """

@@ -7,8 +7,8 @@
 // tools/bench_torch_embedding_bag.py --device cuda runs the same shapes
 // through torch.nn.EmbeddingBag.
 //
-// Timing follows AutoShard's protocol on a GPU (bench/protocol.hpp,
-// bench/cuda_timer.cuh): CUDA events around the enqueued kernels only, the
+// Timing follows AutoShard's protocol on a GPU (meter/protocol.hpp,
+// meter/cuda_timer.cuh): CUDA events around the enqueued kernels only, the
 // L2 cache flushed before every timed run (a memset of a buffer 4x the L2,
 // outside the events), so no run replays the previous run's cached rows.
 // Without a device every benchmark is skipped with a message.

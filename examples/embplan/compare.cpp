@@ -90,7 +90,7 @@ struct judging {
 // randomness per task) and prices every plan with `meter`. NeuroShard's
 // planners search on the planning model (planners.hpp). Task by task: all
 // planners plan it, then their plans are priced back to back, `rounds` times
-// interleaved (bench/paired.hpp: A B C A B C ...), each plan's cost the mean
+// interleaved (meter/paired.hpp: A B C A B C ...), each plan's cost the mean
 // of its rounds; per task, each plan's cost over the baseline's.
 // With `optimum`, also each task's optimum table-wise plan under the meter
 // (exact_table_wise, search/exact.hpp) and each plan's gap to it.

@@ -10,7 +10,7 @@
 //  (3) growth: cost against dimension, pooling factor and hash size, and as
 //      indices concentrate (AutoShard §3.1, Fig. 4 left and middle).
 // Every figure is forward + backward of one fused embedding bag under the
-// AutoShard protocol (bench/protocol.hpp), at the meter's batch size.
+// AutoShard protocol (meter/protocol.hpp), at the meter's batch size.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

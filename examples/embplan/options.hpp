@@ -210,7 +210,7 @@ inline void add_quiet_option(CLI::App* app, bool& quiet) {
   app->add_flag("--quiet", quiet, "no progress line on stderr (shown only on a terminal)");
 }
 
-// --warmup, --runs, --drop: AutoShard's measuring protocol (bench/protocol.hpp).
+// --warmup, --runs, --drop: AutoShard's measuring protocol (meter/protocol.hpp).
 inline void add_protocol_options(CLI::App* app, int& warmup, int& runs, int& drop) {
   add_int_option(app, "--warmup", warmup, "protocol: warm-up runs", 0, 1000)->capture_default_str();
   add_int_option(app, "--runs", runs, "protocol: measured runs", 1, 1000)->capture_default_str();

@@ -500,7 +500,7 @@ int run_plan(const plan_args& a) {
   const auto made = embplan::provenance_of(t, made_by, a.seed);
 
   // Under mpirun with one rank per device, --meter measured times the
-  // all-to-all for real (bench/mpi/plan_meter.hpp); rank 0 reports.
+  // all-to-all for real (meter/mpi/plan_meter.hpp); rank 0 reports.
   std::string used_meter_text = meter_text;
   embplan::plan_cost cost;
 #if defined(EMBPLAN_WITH_MPI)

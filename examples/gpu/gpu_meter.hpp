@@ -29,7 +29,7 @@ class gpu_meter {
   const embplan::meter::meter_options& options() const noexcept;
   embplan::meter::shard_measurement measure(std::span<const embplan::table_spec> tables,
                                             std::uint64_t seed);
-  // A shard laid out and traced already (bench/shard_traces.hpp).
+  // A shard laid out and traced already (meter/shard_traces.hpp).
   embplan::meter::shard_measurement measure(const embplan::meter::prepared_shard& shard);
 
  private:

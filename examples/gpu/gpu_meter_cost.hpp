@@ -5,7 +5,7 @@
 // scaled by task batch / meter batch where they differ); communication from
 // the analytic all-to-all model (one GPU here, no NCCL: said wherever the
 // figures are shown). Each table's trace is drawn once per task and shared by
-// every plan's shard that holds it (bench/shard_traces.hpp), so the plans of
+// every plan's shard that holds it (meter/shard_traces.hpp), so the plans of
 // a task are timed on the same lookups. One GPU: calls are serialised (copies
 // share the meter and its lock).
 #include <algorithm>

@@ -1,5 +1,5 @@
 // embplan_gpu: the measuring subcommands of `embplan` on the GPU meter
-// (bench/cuda_meter.cuh: the CUDA embedding bag under AutoShard's protocol,
+// (meter/cuda_meter.cuh: the CUDA embedding bag under AutoShard's protocol,
 // timed with CUDA events), where the papers measured:
 //
 //   embplan_gpu observe                          # the three cost observations

@@ -72,7 +72,7 @@ TEST_CASE("compute records: every key collect writes is read, an unknown key is 
     REQUIRE(records.size() == 1);
     CHECK(records[0].total_ms == 2.0);
   }
-  // What bench/collect.hpp writes, as the CLI writes it with --reference.
+  // What meter/collect.hpp writes, as the CLI writes it with --reference.
   {
     const auto pool = embplan::data::synthetic_pool({.seed = 0});
     const std::vector<std::int32_t> dims{4, 8};
@@ -115,7 +115,7 @@ TEST_CASE("comm records: every key collect writes is read, an unknown key is ref
     REQUIRE(records.size() == 1);
     CHECK(records[0].dim_sum.size() == 2);
   }
-  // What bench/collect.hpp writes.
+  // What meter/collect.hpp writes.
   {
     const auto pool = embplan::data::synthetic_pool({.seed = 0});
     const std::vector<std::int32_t> dims{4, 8};

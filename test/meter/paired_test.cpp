@@ -1,4 +1,4 @@
-// bench/paired.hpp: Student's t against published quantiles, the paired
+// meter/paired.hpp: Student's t against published quantiles, the paired
 // ratio interval's coverage on log-normal ratios of known geometric mean,
 // and the interleaved measurement order.
 #include "embplan/meter/paired.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // Training the learned compute-cost model from collected cost data
-// (bench/collect.hpp records), as NeuroShard trains its ComputeCostNet
+// (meter/collect.hpp records), as NeuroShard trains its ComputeCostNet
 // (MLSys'23 §3.2 and App. C): samples split 80/10/10 into train / validation
 // / test, features normalised with statistics of the training pieces, MSE,
 // Adam (lr 1e-3), mini-batches of 512 samples, and the epoch with the best
@@ -53,7 +53,7 @@ struct compute_record {
 
 namespace detail {
 
-// Every key `embplan collect compute` writes (bench/collect.hpp and the CLI's
+// Every key `embplan collect compute` writes (meter/collect.hpp and the CLI's
 // "reference_ms"); "cv" and "reference_ms" are kept by the file, not read here.
 inline constexpr std::string_view compute_record_keys[] = {
     "id",       "tables",     "dims",  "forward_ms", "backward_ms",

@@ -54,7 +54,7 @@ struct comm_record {
 
 namespace detail {
 
-// Every key `embplan collect comm` writes (bench/collect.hpp); "tables",
+// Every key `embplan collect comm` writes (meter/collect.hpp); "tables",
 // "dims", "device_of" and "greedy_probability" describe the placement and are
 // not read here.
 inline constexpr std::string_view comm_record_keys[] = {

@@ -1,6 +1,6 @@
 #pragma once
 // The MPI prelude of the headers that run between ranks (target
-// embplan::mpi: meters in bench/mpi/, AutoShard's actors in rl/mpi/): MPI's
+// embplan::mpi: meters in meter/mpi/, AutoShard's actors in rl/mpi/): MPI's
 // C API only — OpenMPI's deprecated C++ bindings do not compile cleanly under
 // -Wextra — and mpi_check, which turns a failed MPI call into an
 // embplan::error naming the call and MPI's own text. Include it first.

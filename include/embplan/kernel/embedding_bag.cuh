@@ -14,7 +14,7 @@
 //   tbe.download_output(output, stream);
 //   tbe.backward_sgd(batch, pooling_mode::sum, grad_output, 0.01f, stream);
 //
-// For timing the kernels alone (bench/cuda_timer.cuh), upload once with
+// For timing the kernels alone (meter/cuda_timer.cuh), upload once with
 // upload_batch / upload_grad_output and call forward(mode, stream) /
 // backward_sgd(mode, lr, stream), which only enqueue kernels.
 #include <cuda_runtime.h>

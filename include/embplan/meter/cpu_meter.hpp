@@ -3,7 +3,7 @@
 // tables and column/row pieces — runs as one fused TBE embedding bag
 // (kernel/embedding_bag.hpp) on index traces generated from the tables'
 // statistics (data/trace.hpp), timed under AutoShard's protocol
-// (bench/protocol.hpp): forward, backward (exact SGD) and forward + backward,
+// (meter/protocol.hpp): forward, backward (exact SGD) and forward + backward,
 // each measured separately.
 //
 // Where it differs from the papers' GPU meter, on purpose and said so:
@@ -46,7 +46,7 @@
 namespace embplan::inline EMBPLAN_ABI::meter {
 
 // What the CPU meter's timer reads: the wall clock (AutoShard's steady clock,
-// the default) or the measuring thread's CPU time (bench/protocol.hpp's
+// the default) or the measuring thread's CPU time (meter/protocol.hpp's
 // thread_cpu_timer), which leaves out the time slices of other processes on
 // a shared machine.
 enum class meter_clock : std::uint8_t { wall, thread_cpu };
@@ -75,7 +75,7 @@ struct meter_options {
   // Drift reference (off by default: AutoShard's plain protocol). On: every
   // timed run is paired with a run (forward + backward) of reference_shard(),
   // and each time is scaled by reference_ms / that run's time
-  // (bench/protocol.hpp, measure_referenced), so a shared machine's slow and
+  // (meter/protocol.hpp, measure_referenced), so a shared machine's slow and
   // fast spells, which move both, cancel. Times are then milliseconds of the
   // machine in the state where the reference takes `reference_ms`; 0 = the
   // meter measures that itself before its first measurement (the median of 5
@@ -150,7 +150,7 @@ inline std::vector<std::int64_t> capped_rows(std::span<const table_spec> tables,
 
 // What a meter runs for one shard: the layout of its (capped) tables and an
 // index trace of `batch_size` bags per table. detail::prepare_shard makes one
-// for a shard by itself; bench/shard_traces.hpp one whose tables' traces are
+// for a shard by itself; meter/shard_traces.hpp one whose tables' traces are
 // shared with the other plans of the task.
 struct prepared_shard {
   kernel::tbe_layout layout;

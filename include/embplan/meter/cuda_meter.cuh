@@ -1,9 +1,9 @@
 #pragma once
-// The GPU meter: what bench/cpu_meter.hpp's shard_meter does, on the CUDA
+// The GPU meter: what meter/cpu_meter.hpp's shard_meter does, on the CUDA
 // embedding bag (kernel/embedding_bag.cuh). A device's shard runs as one fused
 // TBE on index traces generated from the tables' statistics
-// (data/trace.hpp), timed under AutoShard's protocol (bench/protocol.hpp)
-// with CUDA events (bench/cuda_timer.cuh): forward, backward (exact SGD) and
+// (data/trace.hpp), timed under AutoShard's protocol (meter/protocol.hpp)
+// with CUDA events (meter/cuda_timer.cuh): forward, backward (exact SGD) and
 // forward + backward, each measured separately. This is the papers' own
 // setting (AutoShard App. B.1 and NeuroShard §3.1 measured FBGEMM's TBE on
 // GPUs), so the GPU meter needs none of the CPU meter's allowances but one:
@@ -68,7 +68,7 @@ class cuda_shard_meter {
     return measure(detail::prepare_shard(tables, options_, seed, "GPU meter", 4));
   }
   // A shard laid out and traced already (detail::prepare_shard, or
-  // bench/shard_traces.hpp's prepare with dim multiple 4).
+  // meter/shard_traces.hpp's prepare with dim multiple 4).
   shard_measurement measure(const prepared_shard& p) {
     return p.fp16 ? run<kernel::half>(p.layout, p.trace) : run<float>(p.layout, p.trace);
   }

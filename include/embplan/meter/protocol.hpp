@@ -10,7 +10,7 @@
 // docs/measuring.md).
 //
 // A Timer has start() and stop_ms() (stop_ms returns the elapsed milliseconds
-// since start). steady_timer is the CPU one; bench/cuda_timer.cuh has
+// since start). steady_timer is the CPU one; meter/cuda_timer.cuh has
 // cuda_event_timer for the GPU.
 #include <algorithm>
 #include <chrono>

@@ -116,7 +116,7 @@ struct dreamshard_measurement {
 // compute, backward all-to-all and backward compute; overall = the plan's
 // max_ms() (see cost_model_meter for why the forward all-to-all is left out of
 // the device targets). For a meter that yields plan_costs itself (the MPI plan
-// meter, bench/mpi/plan_meter.hpp).
+// meter, meter/mpi/plan_meter.hpp).
 inline dreamshard_measurement dreamshard_measurement_of(const plan_cost& c) {
   dreamshard_measurement out;
   out.devices.reserve(c.devices.size());

@@ -1,4 +1,4 @@
-// bench/mpi/plan_meter.hpp under `mpirun -np 2` (test/CMakeLists.txt runs this
+// meter/mpi/plan_meter.hpp under `mpirun -np 2` (test/CMakeLists.txt runs this
 // executable through MPIEXEC): a 2-device plan measured with a real
 // MPI_Alltoallv. doctest's own main is not used: MPI must be initialised
 // around the test run.

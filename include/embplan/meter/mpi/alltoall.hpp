@@ -9,7 +9,7 @@
 // start_ms[d] before entering the forward all-to-all; its forward cost is the
 // time from its own start to the end of its all-to-all, so an early starter
 // pays for the late ones, as on the GPUs. The backward all-to-all starts
-// together. Each is timed under AutoShard's protocol (bench/protocol.hpp),
+// together. Each is timed under AutoShard's protocol (meter/protocol.hpp),
 // per rank.
 #include "embplan/detail/mpi.hpp"  // first: it picks MPI's C API
 

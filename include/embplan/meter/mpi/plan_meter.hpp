@@ -1,10 +1,10 @@
 #pragma once
 // The measured meter of a whole plan with real communication (docs/measuring.md,
 // "Meters"; target embplan::mpi): one MPI rank per device. Each
-// rank measures its own device's shard on the CPU meter (bench/cpu_meter.hpp),
+// rank measures its own device's shard on the CPU meter (meter/cpu_meter.hpp),
 // the ranks taking turns so that every device is timed by itself; the compute
 // costs are gathered on every rank; then the all-to-alls are measured for real
-// with MPI_Alltoallv (bench/mpi/alltoall.hpp) with the plan's per-device byte
+// with MPI_Alltoallv (meter/mpi/alltoall.hpp) with the plan's per-device byte
 // counts and, for the forward pass, NeuroShard's start skews (§3.3: each
 // device's compute + backward comm minus the minimum over devices). The plan's
 // cost is assembled by evaluate() (cost/evaluate.hpp), so the arithmetic is
