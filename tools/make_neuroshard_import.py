@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden files for importing raw NeuroShard cost-model checkpoints
-(embplan::cost::import_neuroshard / import_neuroshard_comm,
-include/embplan/cost/import_neuroshard.hpp).
+(embplan::learn::import_neuroshard / import_neuroshard_comm,
+include/embplan/learn/import_neuroshard.hpp).
 
     /usr/bin/python3 tools/make_neuroshard_import.py [--out test/cost/golden]
 

@@ -35,12 +35,12 @@
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/cost/analytic.hpp"
-#include "embplan/cost/import_neuroshard.hpp"
 #include "embplan/cost/neural.hpp"
 #include "embplan/cost/neural_comm.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json_file.hpp"
+#include "embplan/learn/import_neuroshard.hpp"
 #include "embplan/meter/protocol.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/column_beam.hpp"
@@ -126,15 +126,15 @@ struct learned_comm_model {
     const fs::path forward = dir / (stem + "forward.safetensors");
     const fs::path backward = dir / (stem + "backward.safetensors");
     const auto load = [&] {
-      embplan::cost::neuroshard_import_options c;
+      embplan::learn::neuroshard_import_options c;
       c.meter = "synthetic";
       c.batch_size = 65536;
-      embplan::cost::neuroshard_comm_import_options m;
+      embplan::learn::neuroshard_comm_import_options m;
       m.devices = devices;
       m.meter = "synthetic";
       m.batch_size = 65536;
-      return embplan::cost::import_neuroshard(compute, c)
-          .with_communication(embplan::cost::import_neuroshard_comm(forward, backward, m));
+      return embplan::learn::import_neuroshard(compute, c)
+          .with_communication(embplan::learn::import_neuroshard_comm(forward, backward, m));
     };
     return load_once(devices, {compute, forward, backward}, load, why);
   }

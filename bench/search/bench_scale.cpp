@@ -143,8 +143,7 @@ void bm_neuroshard_ls_learned_2threads(benchmark::State& state) {
 
 // The same planners behind the stage that replicates small tables as
 // data-parallel copies and splits a table that fits no device by rows
-// (stage/split_oversized.hpp): what `plan --data-parallel auto --planner rowwise_<p>`
-// runs.
+// (stage/staged.hpp): what `plan --data-parallel auto --planner rowwise_<p>` runs.
 // `rule` in place of the planner's own (user rules) where given.
 // `layout`: where a split table's pieces go across hosts (by cost unless given).
 // `rows_by_cost`: tables that fit also cut by rows where cheaper.
@@ -155,8 +154,8 @@ embplan::rowwise_planner_of<Planner> staged(
     bool rows_by_cost = false) {
   return {p.cost(),
           embplan::stage::behind_stage(p.searcher(), {.split_rows = true,
-                                                      .data_parallel = {.enabled = true},
                                                       .layout = layout,
+                                                      .data_parallel = {.enabled = true},
                                                       .rows_by_cost = rows_by_cost}),
           rule, p.scorer()};
 }
@@ -210,7 +209,7 @@ void run_tiered(benchmark::State& state, const Planner& p, bool nvlink = false,
 // The staged neuroshard_ls under user rules (constraint/table_rules.hpp): a
 // table pinned to device 2, two tables co-located, two kept apart. The stage
 // asks the rules about the full task; tables no rule names are asked on the
-// sub-task (stage/split_oversized.hpp, in_full_task).
+// sub-task (stage/staged.hpp, in_full_task).
 void bm_neuroshard_ls_user_rules(benchmark::State& state) {
   const auto t = embplan_bench::bench_task(state.range(0), state.range(1));
   embplan::user_constraints c;

@@ -60,7 +60,7 @@ struct restart_greedy {
           if (chosen == devices || load[d] < load[chosen]) chosen = d;
         }
         if (chosen == devices) {  // the library's message for "fits nowhere"
-          failure = embplan::search::no_device_for(t, st, i, rule);
+          failure = embplan::no_device_for(t, st, i, rule);
           break;
         }
         const embplan::shard s = embplan::whole_table(t, i, chosen);

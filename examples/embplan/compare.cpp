@@ -83,7 +83,7 @@ struct judging {
   std::size_t rounds = 1;  // interleaved measurements per plan (measured meter)
   std::size_t baseline =
       std::numeric_limits<std::size_t>::max();  // index of the planner the ratios are to, if any
-  embplan::stage_options stages{};              // --data-parallel auto, --rows-by-cost auto
+  embplan::stage::stage_settings stages{};      // --data-parallel auto, --rows-by-cost auto
 };
 
 // Runs each planner on each task (seed = task index, so planners see the same

@@ -94,7 +94,7 @@ void load_policy(planning_model& pm, const std::string& arg, std::string_view bu
       embplan::rl::dreamshard_policy::load(path));
   const auto& m = policy->metadata();
   std::string text = (arg.empty() ? "bundled " : "") + path.filename().string() + " (" +
-                     std::string(embplan::cost::to_string(m.cost.features)) + " features, " +
+                     std::string(embplan::to_string(m.cost.features)) + " features, " +
                      m.cost.meter + " meter, trained on: " + m.cost.trained_on;
   if (!m.cost.pool_half.empty()) {
     text += ", " + m.cost.pool_half + " half of the pool (split seed " +
@@ -150,7 +150,7 @@ planning_model load_planning_model(const std::string& arg, std::string_view bund
   auto model = embplan::neural_cost::load(path);
   const auto& m = model.metadata();
   std::string text = (bundled ? "bundled " : "") + path.filename().string() + " (" +
-                     std::string(embplan::cost::to_string(m.features)) + " features, " + m.meter +
+                     std::string(embplan::to_string(m.features)) + " features, " + m.meter +
                      " meter at batch " + std::to_string(m.batch_size) +
                      ", trained on: " + m.trained_on + ")";
   return {std::move(model), std::move(text)};

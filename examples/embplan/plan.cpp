@@ -46,14 +46,13 @@ struct plan_args {
   std::string torchrec;
   std::string trace;
   std::string json;
-  std::string model;             // empty: the bundled learned model
-  std::string policy;            // empty: the bundled DreamShard policy
-  std::string autoshard_policy;  // empty: the bundled AutoShard policy
-  std::string constraints;       // empty: no user constraints
-  std::string check;             // a plan file to re-validate instead of planning
-  std::string tiers = "none";    // "auto": choose_tiers before planning
-  std::string data_parallel =
-      "none";  // "auto": small tables replicated (stage/split_oversized.hpp)
+  std::string model;                   // empty: the bundled learned model
+  std::string policy;                  // empty: the bundled DreamShard policy
+  std::string autoshard_policy;        // empty: the bundled AutoShard policy
+  std::string constraints;             // empty: no user constraints
+  std::string check;                   // a plan file to re-validate instead of planning
+  std::string tiers = "none";          // "auto": choose_tiers before planning
+  std::string data_parallel = "none";  // "auto": small tables replicated (stage/data_parallel.hpp)
   std::string row_layout = "by_cost";  // where a split table's pieces go across hosts
   std::string rows_by_cost = "none";   // "auto": tables that fit cut by rows where cheaper
   bool no_report = false;              // text output without the plan report's sections
@@ -454,9 +453,9 @@ int run_plan(const plan_args& a) {
   check_none_or_auto("--tiers", a.tiers);
   check_none_or_auto("--data-parallel", a.data_parallel);
   check_none_or_auto("--rows-by-cost", a.rows_by_cost);
-  const embplan::stage_options stages{
-      .data_parallel = {.enabled = a.data_parallel == "auto"},
+  const embplan::stage::stage_settings stages{
       .layout = embplan::stage::row_layout_from(a.row_layout, "--row-layout"),
+      .data_parallel = {.enabled = a.data_parallel == "auto"},
       .rows_by_cost = a.rows_by_cost == "auto"};
   // What the plan records and hashes as its planner: a data-parallel stage
   // plans otherwise, so it is part of the name; the same for a layout other

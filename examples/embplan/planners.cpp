@@ -16,7 +16,7 @@ namespace embplan_cli {
 
 namespace {
 
-constexpr std::string_view rowwise_prefix = "rowwise_";
+using embplan::presets::rowwise_prefix;
 
 bool is_preset(std::string_view name) {
   for (const auto n : embplan::preset_names())
@@ -27,7 +27,7 @@ bool is_preset(std::string_view name) {
 template <class Model>
 planned run_with(const std::string& name, const embplan::task& t, std::uint64_t seed,
                  const Model& model, const embplan::preset_models& models,
-                 const embplan::table_rules& rules, const embplan::stage_options& stages) {
+                 const embplan::table_rules& rules, const embplan::stage::stage_settings& stages) {
   auto r = embplan::run_preset(name, t, seed, model, models, rules, stages);
   planned out;
   out.ok = r.ok;
@@ -88,7 +88,7 @@ void check_none_or_auto(std::string_view flag, const std::string& value) {
 
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm, const embplan::table_rules& rules,
-                    const embplan::stage_options& stages) {
+                    const embplan::stage::stage_settings& stages) {
   // Without a policy only its planner fails; the reason names the paths tried.
   if (is_dreamshard(name) && !pm.policy) {
     planned out;
@@ -101,8 +101,9 @@ planned run_planner(const std::string& name, const embplan::task& t, std::uint64
     return out;
   }
   const embplan::preset_models models{
-      .dreamshard = pm.policy ? embplan::dreamshard_preset(*pm.policy) : embplan::preset_fn{},
-      .autoshard = pm.autoshard ? embplan::autoshard_preset(*pm.autoshard) : embplan::preset_fn{}};
+      .dreamshard = pm.policy ? embplan::rl::dreamshard_preset(*pm.policy) : embplan::preset_fn{},
+      .autoshard =
+          pm.autoshard ? embplan::rl::autoshard_preset(*pm.autoshard) : embplan::preset_fn{}};
   if (pm.compute) {
     return run_with(name, t, seed, *pm.compute, models, rules, stages);
   }

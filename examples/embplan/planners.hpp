@@ -11,8 +11,7 @@
 #include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
-#include "embplan/stage/split_oversized.hpp"
-#include "embplan/stage_options.hpp"
+#include "embplan/stage/settings.hpp"
 #include "models.hpp"
 
 namespace embplan_cli {
@@ -49,10 +48,11 @@ struct planned {
 // `rules`: the user's constraints (plan --constraints), empty by default.
 // `stages`: small tables replicated first (--data-parallel auto), where a
 // rowwise_ planner puts a split table's pieces across hosts (--row-layout),
-// tables that fit cut by rows where cheaper (--rows-by-cost auto).
+// tables that fit cut by rows where cheaper (--rows-by-cost auto); the
+// rowwise_ prefix of `name` adds the row split.
 planned run_planner(const std::string& name, const embplan::task& t, std::uint64_t seed,
                     const planning_model& pm, const embplan::table_rules& rules = {},
-                    const embplan::stage_options& stages = {});
+                    const embplan::stage::stage_settings& stages = {});
 
 // "none" or "auto" for `flag` (--tiers, --data-parallel), else an error naming
 // the flag and the value.

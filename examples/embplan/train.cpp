@@ -1,9 +1,9 @@
 // `embplan train compute`: fits NeuroShard's compute-cost network to the
-// records of `embplan collect compute` (cost/train.hpp) and writes it as a
+// records of `embplan collect compute` (learn/train.hpp) and writes it as a
 // neural_cost file (safetensors + metadata: feature set, meter, batch size,
 // what it was trained on, and its metrics).
 // `embplan train comm`: fits NeuroShard's forward and backward communication
-// models to `embplan collect comm` records (cost/train_comm.hpp) and writes
+// models to `embplan collect comm` records (learn/train_comm.hpp) and writes
 // them as one neural_comm file (metadata: device count, meter, batch size).
 // `embplan train dreamshard`: DreamShard's Algorithm 1 (NeurIPS'22 §3,
 // rl/dreamshard_train.hpp) on a tasks file: the cost network learns from
@@ -36,12 +36,12 @@
 #include "commands.hpp"
 #include "embplan/cost/neural.hpp"
 #include "embplan/cost/neural_comm.hpp"
-#include "embplan/cost/train.hpp"
-#include "embplan/cost/train_comm.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json.hpp"
 #include "embplan/io/json_task.hpp"
+#include "embplan/learn/train.hpp"
+#include "embplan/learn/train_comm.hpp"
 #include "embplan/rl/dreamshard_train.hpp"
 #include "models.hpp"
 #include "options.hpp"
@@ -260,7 +260,7 @@ int run_train_dreamshard(const train_args& a, const world& w) {
       << rows.size() << " iterations in " << progress::duration_text(seconds) << '\n';
 
   embplan::dreamshard_cost_metadata meta;
-  meta.features = embplan::cost::feature_set::embplan21;
+  meta.features = embplan::feature_set::embplan21;
   meta.meter = a.meter;
   meta.trained_on = a.trained_on.empty() ? a.tasks : a.trained_on;
   meta.pool_half = half;
@@ -280,15 +280,15 @@ int run_train_dreamshard(const train_args& a, const world& w) {
 }
 
 int run_train_comm(const train_args& a) {
-  const auto records = embplan::cost::read_comm_records(a.data);
-  embplan::cost::comm_train_options o;
+  const auto records = embplan::learn::read_comm_records(a.data);
+  embplan::learn::comm_train_options o;
   if (a.epochs != 0) o.epochs = a.epochs;
   o.seed = a.seed;
   // The forward model's epochs, then the backward model's.
   progress bar("train comm", "epochs", 2 * static_cast<std::size_t>(std::max(o.epochs, 0)),
                !a.quiet);
   o.on_epoch = [&bar] { bar.advance(); };
-  const auto trained = embplan::cost::train_comm_models(records, o);
+  const auto trained = embplan::learn::train_comm_models(records, o);
   bar.clear();
   const auto& report = trained.report;
 
@@ -305,7 +305,7 @@ int run_train_comm(const train_args& a) {
   const embplan::neural_comm model(trained.forward, trained.backward, meta);
 
   text_table table({"model", "split", "samples", "MSE (ms^2)", "MAPE", "R^2"});
-  const auto rows = [&](const char* name, const embplan::cost::comm_fit& fit) {
+  const auto rows = [&](const char* name, const embplan::learn::comm_fit& fit) {
     for (const auto& [split, m] :
          {std::pair{"train", fit.train}, {"validation", fit.validation}, {"test", fit.test}}) {
       table.add({name, split, std::to_string(m.samples), fixed(m.mse, 4),
@@ -315,8 +315,8 @@ int run_train_comm(const train_args& a) {
   rows("forward", report.forward);
   rows("backward", report.backward);
   if (!a.eval.empty()) {
-    const auto other = embplan::cost::read_comm_records(a.eval);
-    const auto [f, b] = embplan::cost::evaluate_comm_models(model, other);
+    const auto other = embplan::learn::read_comm_records(a.eval);
+    const auto [f, b] = embplan::learn::evaluate_comm_models(model, other);
     table.add({"forward", "eval", std::to_string(f.samples), fixed(f.mse, 4),
                fixed(100.0 * f.mape, 1) + " %", fixed(f.r2, 3)});
     table.add({"backward", "eval", std::to_string(b.samples), fixed(b.mse, 4),
@@ -352,21 +352,21 @@ int run_train(const train_args& a) {
   if (a.epochs < 0) embplan::detail::fail("--epochs", a.epochs, "a count >= 0 (0: the default)");
   if (a.kind == "comm") return run_train_comm(a);
   const auto pool = load_pool(a.pool);
-  const auto records = embplan::cost::read_compute_records(a.data);
-  embplan::cost::train_options o;
-  o.features = embplan::cost::parse_feature_set(a.features, "train.features");
-  o.target = embplan::cost::parse_train_target(a.target, "--target");
-  o.loss = embplan::cost::parse_train_loss(a.loss, "--loss");
+  const auto records = embplan::learn::read_compute_records(a.data);
+  embplan::learn::train_options o;
+  o.features = embplan::parse_feature_set(a.features, "train.features");
+  o.target = embplan::learn::parse_train_target(a.target, "--target");
+  o.loss = embplan::learn::parse_train_loss(a.loss, "--loss");
   if (a.epochs != 0) o.epochs = a.epochs;
   o.seed = a.seed;
   progress bar("train compute", "epochs", static_cast<std::size_t>(std::max(o.epochs, 0)),
                !a.quiet);
   o.on_epoch = [&bar] { bar.advance(); };
-  const auto [net, report] = embplan::cost::train_compute_model(records, pool, o);
+  const auto [net, report] = embplan::learn::train_compute_model(records, pool, o);
   bar.clear();
 
   text_table table({"split", "samples", "MSE (ms^2)", "MAPE", "R^2", "Spearman"});
-  const auto row = [&](const char* name, const embplan::cost::regression_metrics& m) {
+  const auto row = [&](const char* name, const embplan::learn::regression_metrics& m) {
     table.add({name, std::to_string(m.samples), fixed(m.mse, 4), fixed(100.0 * m.mape, 1) + " %",
                fixed(m.r2, 3), std::isnan(m.spearman) ? "-" : fixed(m.spearman, 3)});
   };
@@ -374,13 +374,13 @@ int run_train(const train_args& a) {
   row("validation", report.validation);
   row("test", report.test);
   if (!a.eval.empty()) {
-    const auto other = embplan::cost::read_compute_records(a.eval);
-    const auto m = embplan::cost::evaluate_compute_model(net, other, pool, o.features, o.target);
+    const auto other = embplan::learn::read_compute_records(a.eval);
+    const auto m = embplan::learn::evaluate_compute_model(net, other, pool, o.features, o.target);
     row("eval", m);
   }
   std::cout << "compute-cost model on " << records.size() << " records of " << a.data << " (meter "
             << report.meter << ", " << report.batch_size << " bags per table; target "
-            << embplan::cost::to_string(o.target) << ", loss " << embplan::cost::to_string(o.loss)
+            << embplan::learn::to_string(o.target) << ", loss " << embplan::learn::to_string(o.loss)
             << "), best epoch " << report.best_epoch + 1 << " of " << o.epochs << '\n';
   table.print(std::cout);
   if (!a.eval.empty()) std::cout << "eval: " << a.eval << '\n';
@@ -410,8 +410,8 @@ int run_train(const train_args& a) {
   if (!std::isnan(report.test.spearman))
     meta.extra["metrics.test_spearman"] = fixed(report.test.spearman, 4);
   meta.extra["metrics.records"] = std::to_string(records.size());
-  meta.extra["train.target"] = std::string(embplan::cost::to_string(o.target));
-  meta.extra["train.loss"] = std::string(embplan::cost::to_string(o.loss));
+  meta.extra["train.target"] = std::string(embplan::learn::to_string(o.target));
+  meta.extra["train.loss"] = std::string(embplan::learn::to_string(o.loss));
   const embplan::neural_cost model(net, meta);
   model.save(a.out);
   std::cout << "wrote " << a.out << '\n';

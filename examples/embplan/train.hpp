@@ -25,7 +25,7 @@ struct train_args {
   std::string out;
   std::string pool;  // the pool the records index (default: the synthetic pool, seed 0)
   std::string features = "embplan21";
-  std::string target = "total";  // compute: total | parts (cost/train.hpp)
+  std::string target = "total";  // compute: total | parts (learn/train.hpp)
   std::string loss = "mse";      // compute: mse | relative
   std::string trained_on;
   std::string eval;  // records to judge the model on (e.g. the other half of the pool)

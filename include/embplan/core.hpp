@@ -51,8 +51,9 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
-// row-wise sharding: partitions, skew, hot-row replication, sizing, the split
-// pre-pass; memory tiers: cache sizing and itemised storage
+// row-wise sharding: partitions, skew, hot-row replication, sizing, the stage
+// around a searcher (stage::staged, its stage_settings); memory tiers: cache
+// sizing and itemised storage
 #include "embplan/rowwise/cache_sizing.hpp"
 #include "embplan/rowwise/gather.hpp"
 #include "embplan/rowwise/load.hpp"
@@ -60,7 +61,8 @@
 #include "embplan/rowwise/replication.hpp"
 #include "embplan/rowwise/sizing.hpp"
 #include "embplan/rowwise/zipf.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/settings.hpp"
+#include "embplan/stage/staged.hpp"
 
 // composition
 #include "embplan/planner.hpp"

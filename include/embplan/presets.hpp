@@ -17,9 +17,10 @@
 // analytic model and search_cost in the heuristic's units.
 // All use default_constraint: memory capacity, columns a multiple of 4, and the
 // user's table_rules (empty unless given; run_preset takes them by name).
-// rowwise_planner_of<P>: P with its searcher behind stage::split_oversized,
-// so a table that fits no device is split by rows instead of failing the task
-// (stage/split_oversized.hpp); build its searcher with stage::behind_stage.
+// rowwise_planner_of<P>: P with its searcher behind the stage (stage::staged,
+// split_rows on), so a table that fits no device is split by rows instead of
+// failing the task (stage/staged.hpp); build its searcher with
+// stage::behind_stage.
 // Design notes, one line per preset: docs/design/presets.md.
 
 #include "embplan/concepts/cost_model.hpp"
@@ -37,7 +38,8 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/settings.hpp"
+#include "embplan/stage/staged.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI {
@@ -78,13 +80,26 @@ using basic_portfolio_planner = planner<Cost, best_of<local_search<column_beam>,
                                         default_constraint, neg_max_cost_reward>;
 using portfolio_planner = basic_portfolio_planner<>;
 
-// Planner with its searcher behind stage::split_oversized (a portfolio's
-// members each behind their own: stage::behind_stage).
+// Planner with its searcher behind the stage (stage::staged; a portfolio's
+// members each behind their own: stage::behind_stage). Default-constructed,
+// Planner's searcher with the rows of a table that fits no device split
+// (stage_settings{.split_rows = true}, the rowwise_ presets); from parts, the
+// searcher as given.
 template <class Planner>
-using rowwise_planner_of =
-    planner<typename Planner::cost_model_type,
-            stage::staged_searcher_t<typename Planner::searcher_type>,
-            typename Planner::constraint_type, typename Planner::reward_type>;
+class rowwise_planner_of
+    : public planner<typename Planner::cost_model_type,
+                     stage::staged_searcher_t<typename Planner::searcher_type>,
+                     typename Planner::constraint_type, typename Planner::reward_type> {
+  using base = planner<typename Planner::cost_model_type,
+                       stage::staged_searcher_t<typename Planner::searcher_type>,
+                       typename Planner::constraint_type, typename Planner::reward_type>;
+
+ public:
+  using base::base;
+  rowwise_planner_of()
+      : base({}, stage::behind_stage(typename Planner::searcher_type{}, {.split_rows = true}), {},
+             {}) {}
+};
 using rowwise_lookup_greedy_planner = rowwise_planner_of<lookup_greedy_planner>;
 
 }  // namespace embplan::inline EMBPLAN_ABI

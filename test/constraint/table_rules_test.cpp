@@ -301,7 +301,7 @@ TEST_CASE("table_rules: an infeasible table names the binding rule and the table
   embplan::placement_state st(4);
   st.place(t, whole(t, 3, 3));  // 320 of device 3's 1000 bytes
   SUBCASE("pinned to a full device") {
-    CHECK(embplan::search::no_device_for(t, st, 5, rule) ==
+    CHECK(embplan::no_device_for(t, st, 5, rule) ==
           "table 't5' (index 5): pinned to device 3, but device 3 has 680 bytes free and the "
           "table needs 960 bytes");
   }
@@ -310,14 +310,14 @@ TEST_CASE("table_rules: an infeasible table names the binding rule and the table
     st.place(t, whole(t, 1, 1));
     st.place(t, whole(t, 2, 1));
     st.place(t, whole(t, 5, 2));
-    CHECK(embplan::search::no_device_for(t, st, 4, rule) ==
+    CHECK(embplan::no_device_for(t, st, 4, rule) ==
           "table 't4' (index 4): allowed on devices 1, 2, but of the 2 devices these rules "
           "leave, the roomiest (device 1) has 40 bytes free and the table needs 320 bytes");
   }
   SUBCASE("co-located with a table on a full device") {
     st.place(t, whole(t, 0, 3));
     st.place(t, whole(t, 5, 3));  // device 3 over its memory: the state need not be legal here
-    CHECK(embplan::search::no_device_for(t, st, 1, rule) ==
+    CHECK(embplan::no_device_for(t, st, 1, rule) ==
           "table 't1' (index 1): allowed on any device, co-located with table 't0' (index 0), "
           "which is on device 3, but device 3 has 0 bytes free and the table needs 320 bytes");
   }
@@ -326,12 +326,12 @@ TEST_CASE("table_rules: an infeasible table names the binding rule and the table
     s2.place(t, whole(t, 3, 0));
     const table_rules tight(t, {.tables = {{.table = 2, .devices = {0}}}, .separate = {{2, 3}}});
     const embplan::all_of with_memory{embplan::memory_capacity{}, tight};
-    CHECK(embplan::search::no_device_for(t, s2, 2, with_memory) ==
+    CHECK(embplan::no_device_for(t, s2, 2, with_memory) ==
           "table 't2' (index 2): pinned to device 0, kept apart from table 't3' (index 3) on "
           "device 0, which leaves it no device");
   }
   SUBCASE("a rule that does not bind leaves the general message") {
-    const auto msg = embplan::search::no_device_for(t, st, 2, rule);
+    const auto msg = embplan::no_device_for(t, st, 2, rule);
     CHECK(contains(msg,
                    "fits on no device under memory capacity and columns a multiple of 4 "
                    "and user constraints (2 table rules, 1 co-location group, 1 "

@@ -15,8 +15,8 @@
 #include "embplan/core/random.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/cost/neural.hpp"
-#include "embplan/cost/train_comm.hpp"
 #include "embplan/io/safetensors.hpp"
+#include "embplan/learn/train_comm.hpp"
 #include "support/message_of.hpp"
 
 namespace fs = std::filesystem;
@@ -26,12 +26,12 @@ using embplan::test::message_of;
 
 // Records of a known law: the backward all-to-all grows with the device's dim
 // sum and the total; the forward one adds the wait for the last starter.
-std::vector<embplan::cost::comm_record> synthetic_comm(std::size_t n, std::size_t devices,
-                                                       std::uint64_t seed) {
+std::vector<embplan::learn::comm_record> synthetic_comm(std::size_t n, std::size_t devices,
+                                                        std::uint64_t seed) {
   embplan::rng gen(seed);
-  std::vector<embplan::cost::comm_record> out;
+  std::vector<embplan::learn::comm_record> out;
   for (std::size_t i = 0; i < n; ++i) {
-    embplan::cost::comm_record r;
+    embplan::learn::comm_record r;
     r.id = static_cast<std::int64_t>(i);
     r.batch_size = 4096;
     r.meter = "synthetic";
@@ -53,8 +53,8 @@ std::vector<embplan::cost::comm_record> synthetic_comm(std::size_t n, std::size_
   return out;
 }
 
-embplan::cost::comm_train_options quick() {
-  embplan::cost::comm_train_options o;
+embplan::learn::comm_train_options quick() {
+  embplan::learn::comm_train_options o;
   o.epochs = 60;
   o.batch_size = 32;
   o.learning_rate = 3e-3f;
@@ -62,7 +62,7 @@ embplan::cost::comm_train_options quick() {
   return o;
 }
 
-embplan::neural_comm make_model(const embplan::cost::trained_comm& t) {
+embplan::neural_comm make_model(const embplan::learn::trained_comm& t) {
   embplan::neural_comm_metadata meta;
   meta.devices = t.report.devices;
   meta.meter = t.report.meter;
@@ -72,8 +72,8 @@ embplan::neural_comm make_model(const embplan::cost::trained_comm& t) {
   return embplan::neural_comm(t.forward, t.backward, meta);
 }
 
-const embplan::cost::trained_comm& trained4() {
-  static const auto t = embplan::cost::train_comm_models(synthetic_comm(200, 4, 1), quick());
+const embplan::learn::trained_comm& trained4() {
+  static const auto t = embplan::learn::train_comm_models(synthetic_comm(200, 4, 1), quick());
   return t;
 }
 
@@ -105,7 +105,7 @@ TEST_CASE("train_comm_models learns the forward and backward all-to-all laws") {
   CHECK(r.forward.test.samples == 20);
   CHECK(r.forward.validation_mse.size() == 60);
   // 2D -> hidden -> D, and D -> hidden -> D; by default NeuroShard's 128-64-32-16.
-  CHECK(embplan::cost::comm_train_options{}.hidden == std::vector<Eigen::Index>{128, 64, 32, 16});
+  CHECK(embplan::learn::comm_train_options{}.hidden == std::vector<Eigen::Index>{128, 64, 32, 16});
   CHECK(t.forward.hidden.in_features() == 8);
   CHECK(t.forward.hidden.layers.size() == 3);
   CHECK(t.forward.hidden.out_features() == 4);
@@ -122,15 +122,15 @@ TEST_CASE("train_comm_models learns the forward and backward all-to-all laws") {
   // Fresh draws of the same law.
   const auto model = make_model(t);
   const auto other = synthetic_comm(100, 4, 7);
-  const auto [f, b] = embplan::cost::evaluate_comm_models(model, other);
+  const auto [f, b] = embplan::learn::evaluate_comm_models(model, other);
   CHECK(f.samples == 100);
   CHECK(f.r2 > 0.85);
   CHECK(b.r2 > 0.85);
   // Same seed, same models (a shorter run, to keep the test quick).
   auto brief = quick();
   brief.epochs = 5;
-  const auto once = embplan::cost::train_comm_models(synthetic_comm(50, 4, 1), brief);
-  const auto twice = embplan::cost::train_comm_models(synthetic_comm(50, 4, 1), brief);
+  const auto once = embplan::learn::train_comm_models(synthetic_comm(50, 4, 1), brief);
+  const auto twice = embplan::learn::train_comm_models(synthetic_comm(50, 4, 1), brief);
   CHECK(once.report.forward.test.mse == twice.report.forward.test.mse);
   CHECK(once.report.backward.test.mse == twice.report.backward.test.mse);
 }
@@ -301,7 +301,7 @@ TEST_CASE("neural_comm: bad input names the field and value") {
   {  // a compute model file
     embplan::nn::compute_cost_net net(embplan::nn::compute_cost_net_options{}, 1);
     embplan::neural_cost_metadata m;
-    m.features = embplan::cost::feature_set::neuroshard20;
+    m.features = embplan::feature_set::neuroshard20;
     m.batch_size = 64;
     embplan::neural_cost(net, m).save(dir.path / "compute.safetensors");
     msg = message_of([&] { (void)embplan::neural_comm::load(dir.path / "compute.safetensors"); });
@@ -367,40 +367,40 @@ TEST_CASE("comm records and training: bad input names the field and value") {
       << R"("batch_size":64,"meter":"analytic"})" << '\n'
       << R"({"id":1,"dim_sum":[4,8],"start_ms":[0],"forward_ms":[1,1],"backward_ms":[1,1],)"
       << R"("batch_size":64,"meter":"analytic"})" << '\n';
-  auto msg = message_of([&] { (void)embplan::cost::read_comm_records(path); });
+  auto msg = message_of([&] { (void)embplan::learn::read_comm_records(path); });
   CHECK(msg.find("c.jsonl:2.start_ms") != std::string::npos);
   CHECK(msg.find("= 1") != std::string::npos);
   std::ofstream(path)
       << R"({"id":0,"dim_sum":[4,8],"start_ms":[0,1],"forward_ms":[1,-2],"backward_ms":[1,1],)"
       << R"("batch_size":64,"meter":"analytic"})" << '\n';
-  msg = message_of([&] { (void)embplan::cost::read_comm_records(path); });
+  msg = message_of([&] { (void)embplan::learn::read_comm_records(path); });
   CHECK(msg.find("c.jsonl:1.forward_ms[1]") != std::string::npos);
   CHECK(msg.find("-2") != std::string::npos);
   std::ofstream(path) << R"({"id":0,"dim_sum":[4,8]})" << '\n';
-  msg = message_of([&] { (void)embplan::cost::read_comm_records(path); });
+  msg = message_of([&] { (void)embplan::learn::read_comm_records(path); });
   CHECK(msg.find("c.jsonl:1") != std::string::npos);
   CHECK(msg.find("c.jsonl:1.start_ms' is missing") != std::string::npos);
 
   auto records = synthetic_comm(20, 4, 3);
   records[6].dim_sum.push_back(4);
-  msg = message_of([&] { (void)embplan::cost::train_comm_models(records, quick()); });
+  msg = message_of([&] { (void)embplan::learn::train_comm_models(records, quick()); });
   CHECK(msg.find("records[6].dim_sum.size") != std::string::npos);
   CHECK(msg.find("= 5") != std::string::npos);
   records = synthetic_comm(20, 4, 3);
   records[2].meter = "other";
-  msg = message_of([&] { (void)embplan::cost::train_comm_models(records, quick()); });
+  msg = message_of([&] { (void)embplan::learn::train_comm_models(records, quick()); });
   CHECK(msg.find("records[2].batch_size") != std::string::npos);
   auto bad = quick();
   bad.epochs = 0;
-  msg = message_of([&] { (void)embplan::cost::train_comm_models(synthetic_comm(20, 4, 3), bad); });
+  msg = message_of([&] { (void)embplan::learn::train_comm_models(synthetic_comm(20, 4, 3), bad); });
   CHECK(msg.find("train.epochs") != std::string::npos);
   CHECK(msg.find("= 0") != std::string::npos);
-  msg = message_of([&] { (void)embplan::cost::train_comm_models(synthetic_comm(5, 4, 3)); });
+  msg = message_of([&] { (void)embplan::learn::train_comm_models(synthetic_comm(5, 4, 3)); });
   CHECK(msg.find("train.records") != std::string::npos);
   CHECK(msg.find("= 5") != std::string::npos);
   // A model judged on records of another device count.
   msg = message_of([&] {
-    (void)embplan::cost::evaluate_comm_models(make_model(trained4()), synthetic_comm(10, 8, 3));
+    (void)embplan::learn::evaluate_comm_models(make_model(trained4()), synthetic_comm(10, 8, 3));
   });
   CHECK(msg.find("records[0].dim_sum.size") != std::string::npos);
   CHECK(msg.find("= 8") != std::string::npos);

@@ -10,9 +10,9 @@
 #include "embplan/core/random.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/cost/features.hpp"
-#include "embplan/cost/train.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/io/safetensors.hpp"
+#include "embplan/learn/train.hpp"
 #include "support/message_of.hpp"
 
 namespace fs = std::filesystem;
@@ -27,12 +27,12 @@ const std::vector<embplan::table_spec>& pool() {
 
 // Records whose cost is an additive function of the pieces plus a fixed part,
 // the structure the network's sum over tables can represent exactly.
-std::vector<embplan::cost::compute_record> synthetic_records(std::size_t n, std::uint64_t seed) {
+std::vector<embplan::learn::compute_record> synthetic_records(std::size_t n, std::uint64_t seed) {
   embplan::rng gen(seed);
   const std::vector<std::int32_t> dims{4, 8, 16, 32, 64};
-  std::vector<embplan::cost::compute_record> out;
+  std::vector<embplan::learn::compute_record> out;
   for (std::size_t i = 0; i < n; ++i) {
-    embplan::cost::compute_record r;
+    embplan::learn::compute_record r;
     r.id = static_cast<std::int64_t>(i);
     r.batch_size = 1024;
     r.meter = "synthetic";
@@ -62,16 +62,16 @@ TEST_CASE("compute model: the parts target, the relative loss, and their names")
     r.backward_ms *= r.tables.size() == 1 ? 0.1 : 1.0;
     r.total_ms = 0.9 * (r.forward_ms + r.backward_ms);
   }
-  embplan::cost::train_options o;
+  embplan::learn::train_options o;
   o.epochs = 25;
   o.batch_size = 64;
   o.learning_rate = 3e-3f;
-  o.target = embplan::cost::train_target::parts;
-  const auto [net, report] = embplan::cost::train_compute_model(records, pool(), o);
+  o.target = embplan::learn::train_target::parts;
+  const auto [net, report] = embplan::learn::train_compute_model(records, pool(), o);
   // Judged against the parts, the same net is 1/0.9 off the totals.
-  const auto parts = embplan::cost::evaluate_compute_model(net, records, pool(), o.features,
-                                                           embplan::cost::train_target::parts);
-  const auto totals = embplan::cost::evaluate_compute_model(net, records, pool(), o.features);
+  const auto parts = embplan::learn::evaluate_compute_model(net, records, pool(), o.features,
+                                                            embplan::learn::train_target::parts);
+  const auto totals = embplan::learn::evaluate_compute_model(net, records, pool(), o.features);
   CHECK(parts.mape < totals.mape);
   CHECK(parts.r2 > 0.8);
   CHECK(parts.spearman > 0.9);
@@ -79,55 +79,55 @@ TEST_CASE("compute model: the parts target, the relative loss, and their names")
 
   // The relative loss weighs the cheap shards as much as the dear ones: its
   // relative error is below the squared-ms loss's, on the training records.
-  o.loss = embplan::cost::train_loss::relative;
-  const auto [rel_net, rel_report] = embplan::cost::train_compute_model(records, pool(), o);
+  o.loss = embplan::learn::train_loss::relative;
+  const auto [rel_net, rel_report] = embplan::learn::train_compute_model(records, pool(), o);
   MESSAGE("train MAPE: mse " << report.train.mape << ", relative " << rel_report.train.mape);
   CHECK(rel_report.train.relative_mse < report.train.relative_mse);
   CHECK(rel_report.train.mape < report.train.mape);
   // Same seed, same model.
-  CHECK(embplan::cost::train_compute_model(records, pool(), o).second.test.mse ==
+  CHECK(embplan::learn::train_compute_model(records, pool(), o).second.test.mse ==
         rel_report.test.mse);
 
-  CHECK(embplan::cost::parse_train_target("parts", "--target") ==
-        embplan::cost::train_target::parts);
-  CHECK(embplan::cost::parse_train_loss("relative", "--loss") ==
-        embplan::cost::train_loss::relative);
-  CHECK(message_of([] { (void)embplan::cost::parse_train_target("both", "--target"); }) ==
+  CHECK(embplan::learn::parse_train_target("parts", "--target") ==
+        embplan::learn::train_target::parts);
+  CHECK(embplan::learn::parse_train_loss("relative", "--loss") ==
+        embplan::learn::train_loss::relative);
+  CHECK(message_of([] { (void)embplan::learn::parse_train_target("both", "--target"); }) ==
         "field '--target' = \"both\": expected \"total\" (forward + backward in one run) or "
         "\"parts\" (forward and backward timed apart, summed)");
-  CHECK(message_of([] { (void)embplan::cost::parse_train_loss("mae", "--loss"); }) ==
+  CHECK(message_of([] { (void)embplan::learn::parse_train_loss("mae", "--loss"); }) ==
         "field '--loss' = \"mae\": expected \"mse\" or \"relative\"");
 }
 
 TEST_CASE("feature sets: names, counts and order") {
-  using embplan::cost::feature_set;
-  CHECK(embplan::cost::feature_count(feature_set::embplan21) == 21);
-  CHECK(embplan::cost::feature_count(feature_set::neuroshard20) == 20);
-  const auto ns = embplan::cost::feature_names(feature_set::neuroshard20);
+  using embplan::feature_set;
+  CHECK(embplan::feature_count(feature_set::embplan21) == 21);
+  CHECK(embplan::feature_count(feature_set::neuroshard20) == 20);
+  const auto ns = embplan::feature_names(feature_set::neuroshard20);
   CHECK(ns.front() == "bin_0");
   CHECK(ns.back() == "row");
   embplan::table_spec t = pool()[0];
   t.dim = 16;
   std::vector<float> f(21);
-  embplan::cost::table_features(t, feature_set::embplan21, f);
+  embplan::table_features(t, feature_set::embplan21, f);
   CHECK(f[0] == 16.0f);
   CHECK(f[1] == static_cast<float>(t.rows));
   CHECK(f[4] == static_cast<float>(t.reuse_hist[0]));
-  embplan::cost::table_features(t, feature_set::neuroshard20, f);
+  embplan::table_features(t, feature_set::neuroshard20, f);
   CHECK(f[17] == 16.0f);
   CHECK(f[19] == static_cast<float>(t.rows));
   CHECK(message_of([] {
-          (void)embplan::cost::parse_feature_set("bogus", "train.features");
+          (void)embplan::parse_feature_set("bogus", "train.features");
         }).find("train.features") != std::string::npos);
 }
 
 TEST_CASE("train_compute_model learns an additive cost; neural_cost saves, loads and prices") {
   const auto records = synthetic_records(300, 1);
-  embplan::cost::train_options o;
+  embplan::learn::train_options o;
   o.epochs = 25;
   o.batch_size = 64;
   o.learning_rate = 3e-3f;
-  const auto [net, report] = embplan::cost::train_compute_model(records, pool(), o);
+  const auto [net, report] = embplan::learn::train_compute_model(records, pool(), o);
   CHECK(report.train.samples == 240);
   CHECK(report.validation.samples == 30);
   CHECK(report.test.samples == 30);
@@ -137,11 +137,11 @@ TEST_CASE("train_compute_model learns an additive cost; neural_cost saves, loads
   CHECK(report.test.r2 > 0.8);
   // Judged on other records (here: fresh draws of the same cost law).
   const auto other = synthetic_records(100, 9);
-  const auto judged = embplan::cost::evaluate_compute_model(net, other, pool(), o.features);
+  const auto judged = embplan::learn::evaluate_compute_model(net, other, pool(), o.features);
   CHECK(judged.samples == 100);
   CHECK(judged.r2 > 0.8);
   // Same seed, same model.
-  const auto again = embplan::cost::train_compute_model(records, pool(), o);
+  const auto again = embplan::learn::train_compute_model(records, pool(), o);
   CHECK(again.second.test.mse == report.test.mse);
 
   embplan::neural_cost_metadata meta;
@@ -165,8 +165,8 @@ TEST_CASE("train_compute_model learns an additive cost; neural_cost saves, loads
     embplan::nn::matrix x(2, 21);
     std::vector<float> row(21);
     for (int i = 0; i < 2; ++i) {
-      embplan::cost::table_features(t.tables[static_cast<std::size_t>(i)],
-                                    embplan::cost::feature_set::embplan21, row);
+      embplan::table_features(t.tables[static_cast<std::size_t>(i)],
+                              embplan::feature_set::embplan21, row);
       for (int j = 0; j < 21; ++j)
         x(i, j) = row[static_cast<std::size_t>(j)];
     }
@@ -210,31 +210,31 @@ TEST_CASE("records and training: bad input names the field and value") {
                       << R"("total_ms":2,"batch_size":64,"meter":"cpu"})" << '\n'
                       << R"({"id":1,"tables":[1,2],"dims":[4],"forward_ms":1,"backward_ms":1,)"
                       << R"("total_ms":2,"batch_size":64,"meter":"cpu"})" << '\n';
-  auto msg = message_of([&] { (void)embplan::cost::read_compute_records(path); });
+  auto msg = message_of([&] { (void)embplan::learn::read_compute_records(path); });
   CHECK(msg.find("r.jsonl:2.dims") != std::string::npos);
   std::ofstream(path) << "not json\n";
-  msg = message_of([&] { (void)embplan::cost::read_compute_records(path); });
+  msg = message_of([&] { (void)embplan::learn::read_compute_records(path); });
   CHECK(msg.find("r.jsonl:1") != std::string::npos);
   CHECK(msg.find("not json") != std::string::npos);
   fs::remove_all(dir);
 
   auto records = synthetic_records(20, 2);
   records[5].batch_size = 99;
-  msg = message_of([&] { (void)embplan::cost::train_compute_model(records, pool()); });
+  msg = message_of([&] { (void)embplan::learn::train_compute_model(records, pool()); });
   CHECK(msg.find("records[5].batch_size") != std::string::npos);
   CHECK(msg.find("99") != std::string::npos);
   records = synthetic_records(20, 2);
   records[3].tables[0] = 5000;
-  msg = message_of([&] { (void)embplan::cost::train_compute_model(records, pool()); });
+  msg = message_of([&] { (void)embplan::learn::train_compute_model(records, pool()); });
   CHECK(msg.find("records[3].tables[0]") != std::string::npos);
   CHECK(msg.find("5000") != std::string::npos);
-  embplan::cost::train_options bad;
+  embplan::learn::train_options bad;
   bad.epochs = 0;
   msg = message_of(
-      [&] { (void)embplan::cost::train_compute_model(synthetic_records(20, 2), pool(), bad); });
+      [&] { (void)embplan::learn::train_compute_model(synthetic_records(20, 2), pool(), bad); });
   CHECK(msg.find("train.epochs") != std::string::npos);
   CHECK(message_of([&] {
-          (void)embplan::cost::train_compute_model(synthetic_records(5, 2), pool());
+          (void)embplan::learn::train_compute_model(synthetic_records(5, 2), pool());
         }).find("train.records") != std::string::npos);
 }
 
@@ -245,18 +245,18 @@ namespace {
 struct committed_model {
   embplan::neural_cost model;
   std::size_t records = 0;
-  embplan::cost::regression_metrics unseen;
+  embplan::learn::regression_metrics unseen;
 };
 
 committed_model load_committed(const char* model_file, const char* records_file) {
   const fs::path dir = fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost";
   committed_model out;
   out.model = embplan::neural_cost::load(dir / model_file);
-  const auto records = embplan::cost::read_compute_records(dir / records_file);
+  const auto records = embplan::learn::read_compute_records(dir / records_file);
   out.records = records.size();
-  out.unseen = embplan::cost::evaluate_compute_model(out.model.network(), records,
-                                                     embplan::data::synthetic_pool({.seed = 0}),
-                                                     out.model.metadata().features);
+  out.unseen = embplan::learn::evaluate_compute_model(out.model.network(), records,
+                                                      embplan::data::synthetic_pool({.seed = 0}),
+                                                      out.model.metadata().features);
   return out;
 }
 
@@ -273,12 +273,12 @@ TEST_CASE("the bundled CPU-meter model is as accurate on the unseen half as repo
   // target it was trained on: train compute --target parts --loss relative).
   CHECK(records == 200);
   CHECK(model.metadata().extra.at("train.target") == "parts");
-  const auto parts = embplan::cost::evaluate_compute_model(
+  const auto parts = embplan::learn::evaluate_compute_model(
       model.network(),
-      embplan::cost::read_compute_records(fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost" /
-                                          "cpu_compute_test_half.jsonl"),
+      embplan::learn::read_compute_records(fs::path(EMBPLAN_SOURCE_DIR) / "data" / "cost" /
+                                           "cpu_compute_test_half.jsonl"),
       embplan::data::synthetic_pool({.seed = 0}), model.metadata().features,
-      embplan::cost::train_target::parts);
+      embplan::learn::train_target::parts);
   CHECK(parts.r2 == doctest::Approx(0.976).epsilon(0.002));
   CHECK(parts.mape == doctest::Approx(0.097).epsilon(0.03));
   CHECK(parts.mape <= 0.10);
@@ -306,7 +306,7 @@ TEST_CASE("a model file declaring sizes its tensors do not hold is refused befor
   fs::create_directories(dir);
   const embplan::nn::compute_cost_net net(embplan::nn::compute_cost_net_options{}, 1);
   embplan::neural_cost_metadata meta;
-  meta.features = embplan::cost::feature_set::neuroshard20;
+  meta.features = embplan::feature_set::neuroshard20;
   meta.batch_size = 64;
   embplan::neural_cost(net, meta).save(dir / "good.safetensors");
   const auto base = embplan::io::read_safetensors(dir / "good.safetensors");

@@ -104,7 +104,7 @@ TEST_CASE("seeded_split: the pool halves and the trainers' splits are pinned") {
   CHECK(split_indices(11, 42).first == ids{2, 4, 7, 8, 9});
   CHECK(split_indices(11, 42).second == ids{0, 1, 3, 5, 6, 10});
 
-  // cost/train.hpp (stream 0x5917) and cost/train_comm.hpp (stream 0xc033).
+  // learn/train.hpp (stream 0x5917) and learn/train_comm.hpp (stream 0xc033).
   const auto compute = seeded_split(11, {.seed = 0, .stream = 0x5917});
   CHECK(compute.train == ids{0, 6, 4, 9, 1, 8, 2, 5});
   CHECK(compute.validation == ids{7});

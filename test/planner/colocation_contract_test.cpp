@@ -23,26 +23,26 @@
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/rl/autoshard_preset.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/staged.hpp"
 #include "support/random_task.hpp"
 
 namespace {
 
 // Tables `a` and `b` on one device: every piece of either on the device of
-// the pieces already placed. Defensive: a record shorter than the task reads
-// as "nothing placed" instead of throwing.
-template <bool Defensive>
+// the pieces already placed. Two ways of writing it, one type (so that each
+// planner below is instantiated once for both): `defensive` reads a record
+// shorter than the task as "nothing placed"; otherwise st.tables.at() would
+// throw on it.
 struct together {
   std::uint32_t a = 0;
   std::uint32_t b = 1;
+  bool defensive = false;
 
   bool admits(const embplan::task&, const embplan::placement_state& st,
               const embplan::shard& s) const {
     if (s.table != a && s.table != b) return true;
     for (const std::uint32_t table : {a, b}) {
-      if constexpr (Defensive) {
-        if (st.tables.size() <= table) continue;
-      }
+      if (defensive && st.tables.size() <= table) continue;
       if (!st.tables.at(table).only_on(s.device)) return false;
     }
     return true;
@@ -51,10 +51,11 @@ struct together {
     return "tables " + std::to_string(a) + " and " + std::to_string(b) + " together";
   }
 };
-static_assert(embplan::constraint<together<false>>);
+static_assert(embplan::constraint<together>);
 
-// The same rule with a false promise: it says it does not read the record.
-struct together_false_promise : together<true> {
+// The defensive rule with a false promise: it says it does not read the record.
+struct together_false_promise : together {
+  together_false_promise() : together{.defensive = true} {}
   bool reads_table_record() const noexcept { return false; }
 };
 
@@ -109,16 +110,17 @@ void check_colocation(const Planner& preset, std::string_view label, colocation_
     using searcher_t = std::decay_t<decltype(searcher)>;
     using cost_t = typename Planner::cost_model_type;
     using reward_t = typename Planner::reward_type;
-    one(embplan::planner<cost_t, searcher_t, colocation_constraint<together<false>>, reward_t>(
-            preset.cost(), searcher, {{}, {}, together<false>{}}, preset.scorer()),
+    using planner_t =
+        embplan::planner<cost_t, searcher_t, colocation_constraint<together>, reward_t>;
+    one(planner_t(preset.cost(), searcher, {{}, {}, together{}}, preset.scorer()),
         std::string(how) + ", st.tables.at()");
-    one(embplan::planner<cost_t, searcher_t, colocation_constraint<together<true>>, reward_t>(
-            preset.cost(), searcher, {{}, {}, together<true>{}}, preset.scorer()),
+    one(planner_t(preset.cost(), searcher, {{}, {}, together{.defensive = true}}, preset.scorer()),
         std::string(how) + ", size-checked");
   };
   both_rules(preset.searcher(), "plain");
   both_rules(embplan::stage::behind_stage(
-                 preset.searcher(), {.data_parallel = {.enabled = true}, .rows_by_cost = true}),
+                 preset.searcher(),
+                 {.split_rows = true, .data_parallel = {.enabled = true}, .rows_by_cost = true}),
              "behind the stage");
 }
 
@@ -139,10 +141,10 @@ TEST_CASE("a co-location rule that reads the table record holds under every pres
   check_colocation(embplan::portfolio_planner{}, "portfolio", tally);
   const auto dreamshard = embplan::rl::dreamshard_policy::load(
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors");
-  check_colocation(embplan::make_dreamshard_planner(dreamshard), "dreamshard", tally);
+  check_colocation(embplan::rl::make_dreamshard_planner(dreamshard), "dreamshard", tally);
   const auto autoshard = embplan::rl::autoshard_policy::load(
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/autoshard_cpu_8dev.safetensors");
-  check_colocation(embplan::make_autoshard_planner(autoshard), "autoshard", tally);
+  check_colocation(embplan::rl::make_autoshard_planner(autoshard), "autoshard", tally);
   // 13 presets x 2 rules x (plain, staged): an easy task, every one plans it.
   CHECK(tally.planned == 52);
   CHECK(tally.refused == 0);
@@ -180,6 +182,6 @@ TEST_CASE("a false promise not to read the record is caught by the planner's fin
       broken.front().starts_with("reads_table_record() is false, but admits() answers "
                                  "otherwise without the per-table record: trial "));
   // Said truthfully (no member), the same rule keeps no promise to check.
-  CHECK(embplan::broken_promises(together<true>{}, t, 5).empty());
-  CHECK(embplan::reads_table_record(together<true>{}));
+  CHECK(embplan::broken_promises(together{.defensive = true}, t, 5).empty());
+  CHECK(embplan::reads_table_record(together{.defensive = true}));
 }

@@ -22,7 +22,7 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/staged.hpp"
 
 #include "support/pin.hpp"
 #include "support/random_task.hpp"
@@ -34,7 +34,7 @@ using embplan_test::pin;
 using pinned = embplan::all_of<embplan::memory_capacity, embplan::dim_multiple, pin>;
 
 // The repro: 5 tables on 4 devices of 1 GiB; table 1 (2 GiB) is larger
-// than every device, so split_oversized searches a sub-task without it, in
+// than every device, so stage::staged searches a sub-task without it, in
 // which the caller's table 3 is the sub-task's table 2.
 embplan::task oversized_task() {
   auto t = embplan_test::random_task(
@@ -65,11 +65,11 @@ void check_every_wrapper(const Searcher& search, std::string_view label) {
   for (const std::uint32_t device : {0u, 2u, 3u}) {
     CAPTURE(device);
     const pin rule{.table = 3, .device = device};
-    // Behind split_oversized: the oversized table is split by rows, the rest
+    // Behind the stage, rows split: the oversized table is split by rows, the rest
     // searched as a sub-task; the pin still means the caller's table 3.
-    using wrapped = embplan::stage::split_oversized<Searcher>;
+    using wrapped = embplan::stage::staged<Searcher>;
     const embplan::planner<embplan::analytic_cost, wrapped, pinned, embplan::neg_max_cost_reward> p(
-        {}, wrapped{.inner = search}, pinned{{}, {}, rule}, {});
+        {}, wrapped{.inner = search, .settings = {.split_rows = true}}, pinned{{}, {}, rule}, {});
     const auto r = p(t, 5);
     check_pinned(r, t, rule);
     // Without the oversized table, the searcher alone honours it too.
@@ -97,13 +97,13 @@ struct careless {
 
 }  // namespace
 
-TEST_CASE("a pin by table index holds behind stage::split_oversized (the issue's repro)") {
+TEST_CASE("a pin by table index holds behind stage::staged (the issue's repro)") {
   const auto t = oversized_task();
   const pin rule{.table = 3, .device = 2};
-  using p_t = embplan::planner<embplan::analytic_cost,
-                               embplan::stage::split_oversized<embplan::sorted_greedy>, pinned,
-                               embplan::neg_max_cost_reward>;
-  const auto r = p_t({}, {}, pinned{{}, {}, rule}, {})(t, 0);
+  using p_t =
+      embplan::planner<embplan::analytic_cost, embplan::stage::staged<embplan::sorted_greedy>,
+                       pinned, embplan::neg_max_cost_reward>;
+  const auto r = p_t({}, {.settings = {.split_rows = true}}, pinned{{}, {}, rule}, {})(t, 0);
   check_pinned(r, t, rule);
   // Table 1 was split by rows, table 4 (the sub-task's table 3) is free to go anywhere.
   std::size_t row_pieces = 0;

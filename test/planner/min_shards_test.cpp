@@ -1,6 +1,6 @@
 // min_shards (user constraints, docs/constraints.md): a table placed as at least this
 // many pieces. The rules name it, check_plan counts it, and every preset keeps
-// it through stage::split_oversized's column blocks.
+// it through stage::staged's column blocks.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include "embplan/io/json_constraints.hpp"
 #include "embplan/io/json_file.hpp"
 #include "embplan/run_preset.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/staged.hpp"
 
 #include "support/message_of.hpp"
 #include "support/random_task.hpp"

@@ -32,6 +32,8 @@ using embplan_test::bundled_models;
 
 }  // namespace
 
+// Spells the names on purpose: the order and spelling of preset_names() are
+// what the CLI, the docs and stored plans rely on.
 TEST_CASE("preset names, in order") {
   const auto names = embplan::preset_names();
   REQUIRE(names.size() == 13);

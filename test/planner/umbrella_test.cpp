@@ -30,8 +30,8 @@ TEST_CASE("embplan.hpp plans a NeuroShard-protocol task end to end") {
 #define EMBPLAN_TEST_STR_(x) #x
 #define EMBPLAN_TEST_STR(x) EMBPLAN_TEST_STR_(x)
 static_assert(std::is_same_v<embplan::plan_result, embplan::EMBPLAN_ABI::plan_result>);
-static_assert(std::is_same_v<embplan::stage::split_oversized<embplan::sorted_greedy>,
-                             embplan::EMBPLAN_ABI::stage::split_oversized<embplan::sorted_greedy>>);
+static_assert(std::is_same_v<embplan::stage::staged<embplan::sorted_greedy>,
+                             embplan::EMBPLAN_ABI::stage::staged<embplan::sorted_greedy>>);
 
 TEST_CASE("the ABI namespace is named after the version") {
   CHECK(std::string(EMBPLAN_TEST_STR(EMBPLAN_ABI)) ==

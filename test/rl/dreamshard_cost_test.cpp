@@ -40,7 +40,7 @@ embplan::dreamshard_cost seeded_cost(std::uint64_t seed) {
 TEST_CASE("DreamShard's features: rows, pooling and size z-scored over the task, the rest raw") {
   auto t = embplan_test::search_task(1, 5, 2);
   t.tables[2].reuse_hist[3] = 0.25;
-  const auto x = embplan::cost::dreamshard_task_features(t);
+  const auto x = embplan::dreamshard_task_features(t);
   REQUIRE(x.rows() == 5);
   REQUIRE(x.cols() == 21);
   double mean[3] = {0, 0, 0};
@@ -69,7 +69,7 @@ TEST_CASE("DreamShard's features: rows, pooling and size z-scored over the task,
   auto same = t;
   for (auto& s : same.tables)
     s.pooling_factor = 3.0;
-  const auto y = embplan::cost::dreamshard_task_features(same);
+  const auto y = embplan::dreamshard_task_features(same);
   for (Eigen::Index r = 0; r < 5; ++r)
     CHECK(y(r, 2) == 0.0f);
 }
@@ -77,7 +77,7 @@ TEST_CASE("DreamShard's features: rows, pooling and size z-scored over the task,
 TEST_CASE("dreamshard_cost: the heads as a cost model, the overall head, the sort key") {
   const auto t = embplan_test::search_task(2, 8, 3);
   const auto cost = seeded_cost(5);
-  const auto x = embplan::cost::dreamshard_task_features(t);
+  const auto x = embplan::dreamshard_task_features(t);
   const std::vector<embplan::shard> group = {embplan::whole_table(t, 1, 0),
                                              embplan::whole_table(t, 4, 0)};
   // The network run by hand on the two rows.
@@ -158,7 +158,7 @@ TEST_CASE("dreamshard_cost files: round trip, the authors' export, bad files") {
   cost.save(path);
   const auto back = embplan::dreamshard_cost::load(path);
   CHECK(back.metadata().meter == "cpu");
-  CHECK(back.metadata().features == embplan::cost::feature_set::embplan21);
+  CHECK(back.metadata().features == embplan::feature_set::embplan21);
   const auto p = embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 0, 1, 1, 0});
   CHECK(back.overall_ms(t, p) == cost.overall_ms(t, p));
   CHECK(back.shard_cost(t, embplan::whole_table(t, 3, 0)) ==

@@ -43,7 +43,7 @@ dreamshard_planner make_planner(const rl::dreamshard_policy& policy, std::int64_
 std::vector<std::size_t> reference_plan(const rl::dreamshard_policy& policy,
                                         const embplan::task& t) {
   const auto& m = policy.network();
-  const auto x = embplan::cost::dreamshard_task_features(t);
+  const auto x = embplan::dreamshard_task_features(t);
   std::vector<double> keys;
   rl::dreamshard_single_table_costs(m, x, keys);
   const auto order = rl::descending_order(keys);

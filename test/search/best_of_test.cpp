@@ -17,7 +17,7 @@
 #include "embplan/run_preset.hpp"
 #include "embplan/search/local_search.hpp"
 #include "embplan/search/torchrec_like.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/staged.hpp"
 
 #include "support/random_task.hpp"
 
@@ -89,13 +89,12 @@ static_assert(embplan::searcher<embplan::best_of<embplan::local_search<>, embpla
 static_assert(embplan::searcher_uses_reward<embplan::best_of<embplan::torchrec_like>>);
 static_assert(embplan::is_best_of<embplan::best_of<embplan::torchrec_like>>);
 static_assert(!embplan::is_best_of<embplan::torchrec_like>);
-static_assert(
-    std::is_same_v<embplan::stage::staged_searcher_t<
-                       embplan::best_of<embplan::local_search<>, embplan::torchrec_like>>,
-                   embplan::best_of<embplan::stage::split_oversized<embplan::local_search<>>,
-                                    embplan::stage::split_oversized<embplan::torchrec_like>>>);
+static_assert(std::is_same_v<embplan::stage::staged_searcher_t<
+                                 embplan::best_of<embplan::local_search<>, embplan::torchrec_like>>,
+                             embplan::best_of<embplan::stage::staged<embplan::local_search<>>,
+                                              embplan::stage::staged<embplan::torchrec_like>>>);
 static_assert(std::is_same_v<embplan::stage::staged_searcher_t<embplan::torchrec_like>,
-                             embplan::stage::split_oversized<embplan::torchrec_like>>);
+                             embplan::stage::staged<embplan::torchrec_like>>);
 
 TEST_CASE("best_of keeps the plan the reward scores highest, the first on a tie") {
   const embplan::analytic_cost model;
@@ -148,8 +147,8 @@ TEST_CASE("best_of's made_by names the member whose plan it kept, by place and l
 TEST_CASE("searcher_label: a wrapper names what it wraps; else the searcher's name") {
   CHECK(embplan::searcher_label(embplan::torchrec_like{}) == "torchrec_like");
   CHECK(embplan::searcher_label(embplan::local_search<>{}) == "local_search(column_beam)");
-  CHECK(embplan::searcher_label(embplan::stage::split_oversized<embplan::torchrec_like>{}) ==
-        "rowwise_split(torchrec_like)");
+  CHECK(embplan::searcher_label(embplan::stage::staged<embplan::torchrec_like>{}) ==
+        "staged(torchrec_like)");
   CHECK(embplan::searcher_label(
             embplan::best_of<embplan::local_search<>, embplan::torchrec_like>{}) ==
         "best_of(local_search(column_beam), torchrec_like)");
@@ -220,7 +219,7 @@ TEST_CASE("the portfolio preset plans as the cheaper of neuroshard_ls and torchr
       const std::string member = &cheaper == &ls ? "#1 " : "#2 ";
       const std::string label =
           &cheaper == &ls ? "local_search(column_beam)" : std::string("torchrec_like");
-      CHECK(both.made_by == (rowwise ? member + "rowwise_split(" + label + ")" : member + label));
+      CHECK(both.made_by == (rowwise ? member + "staged(" + label + ")" : member + label));
       CHECK(ls.made_by.empty());
       if (rowwise) {
         bool split_by_rows = false;

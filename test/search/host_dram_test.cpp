@@ -1,6 +1,6 @@
 // Host DRAM (device_spec::dram_bytes) inside the searchers that keep their own
 // per-device sums or undo placements: the grid engine (NeuroShard's greedy
-// grid and column beam), the exact search, local search, and split_oversized's
+// grid and column beam), the exact search, local search, and stage::staged's
 // sub-task behind row shards. Each must plan within the limit where one
 // exists, not hand the planner a plan that its final check then refuses.
 #include <doctest/doctest.h>
@@ -24,7 +24,7 @@ using namespace embplan;
 // takes a quarter of those six plus largest / slack: tight enough that plans
 // made without the limit break it. With `oversized`, table 6 (in HBM) takes
 // 1.5 devices' memory and table 0 (host) more DRAM than a device has:
-// split_oversized row-shards both, and table 0's shards leave their devices
+// stage::staged row-shards both, and table 0's shards leave their devices
 // less DRAM for the others.
 task dram_task(std::uint64_t seed, bool oversized, std::uint64_t slack) {
   auto t = embplan_test::random_task(seed, {.tables = 10,

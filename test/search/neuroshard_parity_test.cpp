@@ -20,10 +20,10 @@
 
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/cost/evaluate.hpp"
-#include "embplan/cost/import_neuroshard.hpp"
 #include "embplan/data/synthetic_pool.hpp"
 #include "embplan/data/tasks.hpp"
 #include "embplan/io/json_file.hpp"
+#include "embplan/learn/import_neuroshard.hpp"
 #include "embplan/presets.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/column_beam.hpp"
@@ -53,17 +53,17 @@ std::vector<device_pieces> pieces_of(const embplan::task& t, const embplan::plan
 
 const embplan::neural_cost& parity_model(std::size_t devices) {
   static const auto load = [](std::size_t d) {
-    embplan::cost::neuroshard_import_options compute_options;
+    embplan::learn::neuroshard_import_options compute_options;
     compute_options.meter = "synthetic";
     compute_options.batch_size = 65536;  // the tasks' batch: dim sums priced as they are
     const auto compute =
-        embplan::cost::import_neuroshard(parity_dir / "compute.safetensors", compute_options);
-    embplan::cost::neuroshard_comm_import_options comm_options;
+        embplan::learn::import_neuroshard(parity_dir / "compute.safetensors", compute_options);
+    embplan::learn::neuroshard_comm_import_options comm_options;
     comm_options.devices = d;
     comm_options.meter = "synthetic";
     comm_options.batch_size = 65536;
     const std::string stem = "comm" + std::to_string(d) + "_";
-    const auto comm = embplan::cost::import_neuroshard_comm(
+    const auto comm = embplan::learn::import_neuroshard_comm(
         parity_dir / (stem + "forward.safetensors"), parity_dir / (stem + "backward.safetensors"),
         comm_options);
     return compute.with_communication(comm);

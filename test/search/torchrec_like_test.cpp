@@ -167,7 +167,7 @@ embplan::search_result torchrec_reference(const embplan::task& t, const Constrai
           if (rule.admits(t, st, s)) chosen = d;
         }
         if (chosen == devices) {
-          failure = embplan::search::no_device_for(t, st, i, rule);
+          failure = embplan::no_device_for(t, st, i, rule);
           break;
         }
         s.device = static_cast<std::uint32_t>(chosen);

@@ -27,7 +27,7 @@
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
 #include "embplan/search/torchrec_like.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/staged.hpp"
 
 #include "support/random_task.hpp"
 
@@ -79,14 +79,13 @@ static_assert(embplan::searcher_uses_reward<embplan::local_search<>>);
 static_assert(embplan::searcher_uses_reward<embplan::local_search<embplan::sorted_greedy>>);
 static_assert(embplan::searcher_uses_reward<embplan::torchrec_like>);
 static_assert(embplan::searcher_uses_reward<embplan::random_search>);
-static_assert(embplan::searcher_uses_reward<embplan::stage::split_oversized<embplan::grid_greedy>>);
+static_assert(embplan::searcher_uses_reward<embplan::stage::staged<embplan::grid_greedy>>);
 static_assert(!embplan::searcher_uses_reward<embplan::sorted_greedy>);
 static_assert(!embplan::searcher_uses_reward<embplan::random_placement>);
-static_assert(
-    !embplan::searcher_uses_reward<embplan::stage::split_oversized<embplan::sorted_greedy>>);
+static_assert(!embplan::searcher_uses_reward<embplan::stage::staged<embplan::sorted_greedy>>);
 static_assert(declares_uses_reward<embplan::sorted_greedy>);
 static_assert(declares_uses_reward<embplan::random_placement>);
-static_assert(declares_uses_reward<embplan::stage::split_oversized<embplan::sorted_greedy>>);
+static_assert(declares_uses_reward<embplan::stage::staged<embplan::sorted_greedy>>);
 
 // A user searcher that omits the member counts as not using the reward.
 struct silent_searcher {
@@ -225,7 +224,7 @@ TEST_CASE("random_search keeps the sample the reward scores highest") {
   CHECK(check_never_below(s, slowest_plan_reward{}, by_evaluate) >= 2);
 }
 
-TEST_CASE("split_oversized hands the reward to its inner searcher") {
+TEST_CASE("stage::staged hands the reward to its inner searcher") {
   // Table 3 fits on no device whole: its rows are split, then grid_greedy
   // places the rest under the reward (scored on the whole task: the row
   // shards are the same under both rewards).
@@ -233,7 +232,8 @@ TEST_CASE("split_oversized hands the reward to its inner searcher") {
   t.tables[3].name = "huge";
   t.tables[3].dim = 128;
   t.tables[3].rows = 1'100'000;  // 128 x 4 B x 1.1e6 = 537 MiB > 512 MiB per device
-  const embplan::stage::split_oversized<embplan::grid_greedy> s{.inner = {.grid = 5}};
+  const embplan::stage::staged<embplan::grid_greedy> s{.inner = {.grid = 5},
+                                                       .settings = {.split_rows = true}};
   check_steered(s, t, light_device_zero_reward{}, by_evaluate);
   const auto r = s.search(t, embplan::analytic_cost{}, embplan::default_constraint{},
                           light_device_zero_reward{}, 0);

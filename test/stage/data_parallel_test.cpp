@@ -1,5 +1,5 @@
 // Data-parallel tables (docs/sharding.md): the copies in a plan, how
-// they are checked, priced, written and chosen (stage/split_oversized.hpp).
+// they are checked, priced, written and chosen (stage/data_parallel.hpp, stage/staged.hpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include "embplan/io/torchrec.hpp"
 #include "embplan/presets.hpp"
 #include "embplan/run_preset.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/staged.hpp"
 
 #include "support/message_of.hpp"
 #include "support/random_task.hpp"
@@ -283,7 +283,7 @@ TEST_CASE(
   const auto run = [&](const embplan::task& task, embplan::stage::data_parallel_options o,
                        const embplan::table_rules& rules = {}) {
     using wrapped = embplan::rowwise_planner_of<embplan::torchrec_planner>;
-    const wrapped p({}, {.inner = {}, .split_rows = false, .data_parallel = o},
+    const wrapped p({}, {.inner = {}, .settings = {.data_parallel = o}},
                     {embplan::memory_capacity{}, embplan::dim_multiple{}, rules}, {});
     return p(task, 0);
   };

@@ -1,4 +1,4 @@
-// Row pieces for tables that fit (stage::split_oversized::rows_by_cost: the
+// Row pieces for tables that fit (stage::stage_settings::rows_by_cost: the
 // planner picks the sharding type per table by cost).
 #include <doctest/doctest.h>
 
@@ -17,18 +17,19 @@
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/presets.hpp"
 #include "embplan/run_preset.hpp"
-#include "embplan/stage/split_oversized.hpp"
-#include "embplan/stage_options.hpp"
+#include "embplan/stage/settings.hpp"
+#include "embplan/stage/staged.hpp"
 
 #include "support/random_task.hpp"
 
 namespace {
 
-// `p` behind the row stage, rows_by_cost as given.
+// `p` behind the stage, rows split, rows_by_cost as given.
 template <class Planner, class Rule>
 embplan::rowwise_planner_of<Planner> rows_staged(const Planner& p, bool by_cost, const Rule& rule) {
-  return {p.cost(), embplan::stage::behind_stage(p.searcher(), {.rows_by_cost = by_cost}), rule,
-          p.scorer()};
+  return {p.cost(),
+          embplan::stage::behind_stage(p.searcher(), {.split_rows = true, .rows_by_cost = by_cost}),
+          rule, p.scorer()};
 }
 template <class Planner>
 embplan::rowwise_planner_of<Planner> rows_staged(const Planner& p, bool by_cost) {
@@ -306,10 +307,10 @@ TEST_CASE("rows_by_cost keeps to the rules: a table allowed table-wise only is n
   CHECK(with.placement == rows_staged(p, false, rule)(t, 1).placement);
 }
 
-TEST_CASE("run_preset takes rows_by_cost in its stage_options: the staged planner's plan") {
+TEST_CASE("run_preset takes rows_by_cost in its stage_settings: the staged planner's plan") {
   const auto t = hot_narrow_task(5, 4, 400.0);
   const auto by_name = embplan::run_preset("neuroshard_ls", t, 1, embplan::analytic_cost{}, {}, {},
-                                           embplan::stage_options{.rows_by_cost = true});
+                                           embplan::stage::stage_settings{.rows_by_cost = true});
   const auto typed = rows_staged(embplan::neuroshard_ls_planner{}, true)(t, 1);
   REQUIRE(by_name.ok);
   CHECK(by_name.placement == typed.placement);

@@ -1,4 +1,4 @@
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/staged.hpp"
 
 #include <doctest/doctest.h>
 
@@ -25,8 +25,8 @@
 
 #include "support/random_task.hpp"
 
-static_assert(embplan::searcher<embplan::stage::split_oversized<embplan::sorted_greedy>>);
-static_assert(embplan::searcher<embplan::stage::split_oversized<embplan::random_placement>>);
+static_assert(embplan::searcher<embplan::stage::staged<embplan::sorted_greedy>>);
+static_assert(embplan::searcher<embplan::stage::staged<embplan::random_placement>>);
 
 namespace {
 
@@ -95,7 +95,8 @@ TEST_CASE("row-wise plans round-trip through JSON and show row offsets in the To
 
 TEST_CASE("hot rows are replicated on the other row-shard devices, memory counted") {
   const auto t = huge_task();
-  const embplan::stage::split_oversized<embplan::sorted_greedy> search{.hot_rows = 1'000};
+  const embplan::stage::staged<embplan::sorted_greedy> search{
+      .settings = {.split_rows = true, .hot_rows = 1'000}};
   const auto r = search.search(t, embplan::lookup_cost{}, embplan::default_constraint{},
                                embplan::balance_reward{}, 0);
   REQUIRE(r.ok);
@@ -119,8 +120,8 @@ TEST_CASE("without an oversized table the inner searcher's plan is unchanged") {
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors");
   const auto autoshard = embplan::rl::autoshard_policy::load(
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/autoshard_cpu_8dev.safetensors");
-  const embplan::preset_models models{.dreamshard = embplan::dreamshard_preset(policy),
-                                      .autoshard = embplan::autoshard_preset(autoshard)};
+  const embplan::preset_models models{.dreamshard = embplan::rl::dreamshard_preset(policy),
+                                      .autoshard = embplan::rl::autoshard_preset(autoshard)};
   for (const auto name : embplan::preset_names()) {
     CAPTURE(name);
     const auto base = embplan::run_preset(name, t, 3, embplan::analytic_cost{}, models);
@@ -194,17 +195,17 @@ TEST_CASE("with user rules, the stage asks about unruled tables on the sub-task:
     CHECK_NOTHROW(embplan::validate(t, fast.placement, {.dim_multiple = 4, .memory = true}));
     return fast.placement;
   };
-  const auto ls = both(embplan::stage::split_oversized<embplan::local_search<>>{
-      .split_rows = true, .data_parallel = {.enabled = true}});
-  const auto greedy = both(embplan::stage::split_oversized<embplan::sorted_greedy>{
-      .split_rows = true, .data_parallel = {.enabled = true}});
+  const auto ls = both(embplan::stage::staged<embplan::local_search<>>{
+      .settings = {.split_rows = true, .data_parallel = {.enabled = true}}});
+  const auto greedy = both(embplan::stage::staged<embplan::sorted_greedy>{
+      .settings = {.split_rows = true, .data_parallel = {.enabled = true}}});
   // The grid search skips devices whose room (in_full_task::room: the memory
   // capacity's on the sub-task) a piece exceeds; the general path offers no
   // room, so each device is asked.
   static_assert(embplan::room_bounding_constraint<
                 embplan::stage::detail::in_full_task<embplan::default_constraint>>);
-  const auto beam = both(embplan::stage::split_oversized<embplan::column_beam>{
-      .split_rows = true, .data_parallel = {.enabled = true}});
+  const auto beam = both(embplan::stage::staged<embplan::column_beam>{
+      .settings = {.split_rows = true, .data_parallel = {.enabled = true}}});
   for (const auto* p : {&ls, &greedy, &beam}) {
     std::size_t row_pieces = 0;
     std::size_t copies = 0;

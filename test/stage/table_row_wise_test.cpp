@@ -1,6 +1,6 @@
 // Table-row-wise, table-column-wise and grid pieces (docs/sharding.md, sharding
 // types): how they are named, priced (table_row_wise_traffic, evaluate) and
-// chosen (stage::split_oversized's layouts).
+// chosen (stage::staged's layouts, stage_settings::layout).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include "embplan/cost/evaluate.hpp"
 #include "embplan/io/torchrec.hpp"
 #include "embplan/presets.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/staged.hpp"
 
 namespace {
 
@@ -224,7 +224,9 @@ embplan::plan_result plan_with(const embplan::task& t, embplan::stage::row_layou
   using base = embplan::torchrec_planner;
   using wrapped = embplan::rowwise_planner_of<base>;
   const base b;
-  const wrapped p(b.cost(), {.inner = b.searcher(), .layout = layout}, b.rule(), b.scorer());
+  const wrapped p(b.cost(),
+                  {.inner = b.searcher(), .settings = {.split_rows = true, .layout = layout}},
+                  b.rule(), b.scorer());
   return p(t, 0);
 }
 

@@ -14,8 +14,8 @@ inline embplan::preset_models bundled_models() {
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors");
   static const auto autoshard = embplan::rl::autoshard_policy::load(
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/autoshard_cpu_8dev.safetensors");
-  return {.dreamshard = embplan::dreamshard_preset(policy),
-          .autoshard = embplan::autoshard_preset(autoshard)};
+  return {.dreamshard = embplan::rl::dreamshard_preset(policy),
+          .autoshard = embplan::rl::autoshard_preset(autoshard)};
 }
 
 }  // namespace embplan_test

@@ -5,7 +5,9 @@
 // const-callable with no mutable state, so one instance serves several
 // threads, and the seed is the only source of chance. Built as test_tsan: the
 // tsan CMake preset runs it under ThreadSanitizer (.ci/tsan); in the other
-// builds it is a determinism test.
+// builds it is a determinism test. The cases of the planners that search on
+// any cost model are built in model_presets_test.cpp, a unit of their own
+// (tsan/preset_cases.hpp says what the two share).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -39,115 +41,13 @@
 #include "embplan/rl/dreamshard.hpp"
 #include "embplan/rl/dreamshard_preset.hpp"
 #include "embplan/run_preset.hpp"
-#include "embplan/stage/split_oversized.hpp"
+#include "embplan/stage/settings.hpp"
+#include "embplan/stage/staged.hpp"
+#include "tsan/preset_cases.hpp"
 
 namespace {
 
-constexpr std::size_t planning_threads = 4;
-// column_beam's own workers, in the variants that use them (3 per search: with
-// the 4 planning threads, 12 threads search at once).
-constexpr std::int32_t beam_threads = 3;
-constexpr std::uint64_t seeds[] = {0, 11};
-
-using plan_fn = std::function<embplan::plan_result(const embplan::task&, std::uint64_t)>;
-using registry_fn =
-    std::function<embplan::plan_result(std::string_view, const embplan::task&, std::uint64_t)>;
-
-// One shared planner instance, called through a const reference from every thread.
-struct preset_case {
-  std::string label;  // the preset name, plus the model / thread variant
-  plan_fn plan;
-  // The searcher's thread count is 1: with more, which worker prices which
-  // state varies, and with it the cache counts (column_beam.hpp); the plan and
-  // its costs do not.
-  bool exact_counts = true;
-  // Set where run_preset(registry_name, t, seed, model) must give the same
-  // result: the instance is the planner the registry runs under that name.
-  std::string registry_name{};
-  registry_fn registry{};
-  // Set for a column_beam.threads variant: the label of the single-threaded
-  // case whose plan and costs it must reproduce.
-  std::string same_plan_as{};
-};
-
-// How a preset is built in one variant.
-struct variant {
-  std::string tag{};  // appended to the preset name: the model, the thread count
-  bool exact_counts = true;
-  registry_fn registry{};                     // run_preset with this variant's model, if any
-  std::optional<std::string> same_plan_as{};  // the tag of the variant whose plan it must give
-};
-
-template <class Planner>
-plan_fn shared(Planner p) {
-  auto instance = std::make_shared<const Planner>(std::move(p));
-  return [instance](const embplan::task& t, std::uint64_t seed) { return (*instance)(t, seed); };
-}
-
-// `p` as it is, and behind stage::split_oversized as run_preset builds its
-// rowwise_ form (presets::detail::run).
-template <class Planner>
-void add_with_rowwise(std::vector<preset_case>& out, std::string_view name, const Planner& p,
-                      const variant& v) {
-  const embplan::rowwise_planner_of<Planner> rw(
-      p.cost(), embplan::stage::behind_stage(p.searcher(), {}), p.rule(), p.scorer());
-  const auto add = [&](std::string preset, plan_fn plan) {
-    preset_case c{.label = preset + v.tag, .plan = std::move(plan), .exact_counts = v.exact_counts};
-    if (v.registry) {
-      c.registry_name = preset;
-      c.registry = v.registry;
-    }
-    if (v.same_plan_as) c.same_plan_as = preset + *v.same_plan_as;
-    out.push_back(std::move(c));
-  };
-  add(std::string(name), shared(p));
-  add(std::string(embplan::presets::detail::rowwise_prefix) + std::string(name), shared(rw));
-}
-
-template <class Model>
-registry_fn registry_with(Model model) {
-  return [model = std::move(model)](std::string_view name, const embplan::task& t,
-                                    std::uint64_t seed) {
-    return embplan::run_preset(name, t, seed, model);
-  };
-}
-
-// The planners that search on any cost model, on `model`: as run_preset builds
-// them (checked against it) and, with `beam_workers`, also with column_beam's
-// worker threads.
-template <template <class> class Basic, class Model>
-void add_model_presets(std::vector<preset_case>& out, std::string_view name, const Model& model,
-                       const std::string& tag, bool beam_workers) {
-  using planner_type = Basic<Model>;
-  const planner_type p(model, {}, {}, {});
-  add_with_rowwise(out, name, p, {.tag = tag, .registry = registry_with(model)});
-  if (!beam_workers) return;
-  auto searcher = p.searcher();
-  if constexpr (requires { searcher.threads; }) {
-    searcher.threads = beam_threads;
-  } else {
-    searcher.start.threads = beam_threads;  // local_search<column_beam>
-  }
-  add_with_rowwise(out, name, planner_type(model, searcher, {}, {}),
-                   {.tag = tag + " threads=" + std::to_string(beam_threads),
-                    .exact_counts = false,
-                    .same_plan_as = tag});
-}
-
-template <class Model>
-using neuroshard_on = embplan::basic_neuroshard_planner<Model>;
-template <class Model>
-using neuroshard_plus_on = embplan::basic_neuroshard_plus_planner<Model>;
-template <class Model>
-using neuroshard_ls_on = embplan::basic_neuroshard_ls_planner<Model>;
-
-struct bundled_models {
-  embplan::neural_cost cpu_compute;
-  embplan::neural_cost cpu_compute_comm;  // with the learned 4-device all-to-all
-  embplan::neural_cost gpu_compute;
-  embplan::rl::dreamshard_policy dreamshard;  // data/rl/, `embplan train dreamshard`
-  embplan::rl::autoshard_policy autoshard;    // data/rl/, `embplan train autoshard`
-};
+using namespace embplan_tsan_test;
 
 bundled_models load_bundled() {
   const std::string dir = std::string(EMBPLAN_SOURCE_DIR) + "/data/cost/";
@@ -162,9 +62,11 @@ bundled_models load_bundled() {
                                               "/data/rl/autoshard_cpu_8dev.safetensors")};
 }
 
-// One case per preset name (and its rowwise_ form) per variant. A name this
-// function does not know fails the test: a preset added to run_preset must be
-// added here too, so that it is covered.
+// One case per preset name (and its rowwise_ form) per variant. The names are
+// spelled here on purpose: each builds its own typed planner and variants,
+// which the registry's entries do not expose, and a name of preset_names()
+// this function does not know fails the test, so that a preset added to the
+// registry (run_preset.hpp) must be added here too to be covered.
 std::vector<preset_case> shared_presets(const bundled_models& m) {
   std::vector<preset_case> out;
   const variant checked{.registry = registry_with(embplan::analytic_cost{})};
@@ -186,42 +88,29 @@ std::vector<preset_case> shared_presets(const bundled_models& m) {
     } else if (name == "portfolio") {
       add_with_rowwise(out, name, embplan::portfolio_planner{}, checked);
     } else if (name == "neuroshard" || name == "neuroshard_plus" || name == "neuroshard_ls") {
-      const auto add = [&](const auto& model, const std::string& tag, bool beam_workers) {
-        if (name == "neuroshard") {
-          add_model_presets<neuroshard_on>(out, name, model, tag, beam_workers);
-        } else if (name == "neuroshard_plus") {
-          add_model_presets<neuroshard_plus_on>(out, name, model, tag, beam_workers);
-        } else {
-          add_model_presets<neuroshard_ls_on>(out, name, model, tag, beam_workers);
-        }
-      };
-      // Worker threads on the analytic model and on the learned one with
-      // learned communication (shared packed networks, cost/neural_comm.hpp).
-      add(embplan::analytic_cost{}, "", true);
-      add(m.cpu_compute, " [cpu_compute_model]", false);
-      add(m.cpu_compute_comm, " [cpu_compute_model + cpu_comm_4dev_model]", true);
-      add(m.gpu_compute, " [gpu_compute_model]", false);
+      add_model_presets(out, name, m);
     } else if (name == "dreamshard") {
       // run_preset plans it with the policy given in preset_models.
       const variant with_policy{.registry = [policy = m.dreamshard](std::string_view preset,
                                                                     const embplan::task& t,
                                                                     std::uint64_t seed) {
         return embplan::run_preset(preset, t, seed, embplan::analytic_cost{},
-                                   {.dreamshard = embplan::dreamshard_preset(policy)});
+                                   {.dreamshard = embplan::rl::dreamshard_preset(policy)});
       }};
-      add_with_rowwise(out, name, embplan::make_dreamshard_planner(m.dreamshard), with_policy);
+      add_with_rowwise(out, name, embplan::rl::make_dreamshard_planner(m.dreamshard), with_policy);
       // Best of 4 sampled episodes: seeded draws from the policy's softmax.
-      add_with_rowwise(out, name, embplan::make_dreamshard_planner(m.dreamshard, {.samples = 4}),
+      add_with_rowwise(out, name,
+                       embplan::rl::make_dreamshard_planner(m.dreamshard, {.samples = 4}),
                        {.tag = " samples=4"});
     } else if (name == "autoshard") {
       const variant with_policy{.registry = [policy = m.autoshard](std::string_view preset,
                                                                    const embplan::task& t,
                                                                    std::uint64_t seed) {
         return embplan::run_preset(preset, t, seed, embplan::analytic_cost{},
-                                   {.autoshard = embplan::autoshard_preset(policy)});
+                                   {.autoshard = embplan::rl::autoshard_preset(policy)});
       }};
-      add_with_rowwise(out, name, embplan::make_autoshard_planner(m.autoshard), with_policy);
-      add_with_rowwise(out, name, embplan::make_autoshard_planner(m.autoshard, {.samples = 4}),
+      add_with_rowwise(out, name, embplan::rl::make_autoshard_planner(m.autoshard), with_policy);
+      add_with_rowwise(out, name, embplan::rl::make_autoshard_planner(m.autoshard, {.samples = 4}),
                        {.tag = " samples=4"});
     } else {
       FAIL("preset_names() lists '" << std::string(name)
@@ -337,7 +226,7 @@ TEST_CASE("every preset, shared by four threads, plans as it does on one thread"
     labels.insert(p.label);
   for (const std::string_view name : embplan::preset_names()) {
     const std::string plain(name);
-    const std::string rowwise = std::string(embplan::presets::detail::rowwise_prefix) + plain;
+    const std::string rowwise = std::string(embplan::presets::rowwise_prefix) + plain;
     CHECK_MESSAGE(labels.count(plain) == 1, plain);
     CHECK_MESSAGE(labels.count(rowwise) == 1, rowwise);
   }

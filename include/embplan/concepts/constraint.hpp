@@ -35,7 +35,7 @@ concept bytes_aware_constraint = constraint<C> &&
 // Optional: explain(t, st, table) -> std::string, why this rule leaves table
 // `table` no device in state `st` ("pinned to device 3, but device 3 has ...
 // bytes free and the table needs ... bytes"), or "" when it does not bind
-// there. search::no_device_for puts it first in an infeasible task's message,
+// there. no_device_for puts it first in an infeasible task's message,
 // so that an infeasible task names the binding rule and the table.
 template <class C>
 concept explaining_constraint = constraint<C> &&
@@ -66,7 +66,7 @@ bool reads_table_record(const C& c) noexcept {
 // Optional: min_shards(table) — the least number of pieces a plan must place
 // table `table` as (user rules: table_rules::min_shards). No single piece
 // breaks it, so admits() cannot say; a searcher's stage cuts the table into
-// that many column blocks first (stage::split_oversized) and check_plan
+// that many column blocks first (stage::staged) and check_plan
 // counts. Without the member: 0, no minimum.
 template <constraint C>
 std::uint32_t min_shards_of(const C& c, std::size_t table) noexcept {

@@ -30,7 +30,7 @@ struct search_result {
   std::uint64_t cache_lookups = 0;
   std::uint64_t cache_hits = 0;
   // Where a portfolio (best_of) chose among searchers: the member whose plan
-  // it kept, as its place and label ("#2 rowwise_split(torchrec_like)";
+  // it kept, as its place and label ("#2 staged(torchrec_like)";
   // a portfolio inside a portfolio adds its own after " > "). Empty where no
   // portfolio chose.
   std::string made_by{};
@@ -51,7 +51,7 @@ concept searcher_for = cost_model<M> && constraint<C> && reward<R> && std::copy_
 // that never compares complete plans declares false (sorted_greedy,
 // random_placement): the reward never changes its plan. A wrapper that only
 // hands the reward on declares its inner searcher's value
-// (stage::split_oversized; with its run-time rows_by_cost on, it also
+// (stage::staged; with its run-time rows_by_cost on, it also
 // keeps the better of two plans by the reward, which the trait cannot say).
 // Every searcher of the library declares it; a searcher without the member
 // counts as one that does not use the reward.
@@ -70,7 +70,7 @@ concept searcher =
 
 // Optional: label() — a longer name for reports, where name() (a fixed
 // string) would not tell two searchers apart: a wrapper names what it wraps
-// ("rowwise_split(local_search(column_beam))"). Without the member: name().
+// ("staged(local_search(column_beam))"). Without the member: name().
 template <class S>
 std::string searcher_label(const S& s) {
   if constexpr (requires {

@@ -52,7 +52,7 @@ struct memory_capacity {
   // table off hbm whose weights and optimizer state no device's host DRAM can
   // take ("its tier uvm_caching keeps it in host DRAM, but device 3 (the
   // roomiest) has 536870912 bytes of host DRAM free, needs 1288490188 bytes";
-  // the CLI shows bytes as GiB). "" otherwise: search::no_device_for then lists
+  // the CLI shows bytes as GiB). "" otherwise: no_device_for then lists
   // each device's free HBM.
   std::string explain(const task& t, const placement_state& st, std::size_t table) const {
     const auto tier = t.tables[table].placement.tier;

@@ -204,7 +204,7 @@ class table_rules {
   }
 
   // The least number of pieces table `table` must be placed as (min_shards;
-  // 0 where none is ruled). A searcher's stage (stage::split_oversized)
+  // 0 where none is ruled). A searcher's stage (stage::staged)
   // cuts such a table into that many column blocks before the searcher runs.
   std::uint32_t min_shards(std::size_t table) const noexcept {
     if (data_ == nullptr || table >= data_->tables) return 0;

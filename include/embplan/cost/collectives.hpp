@@ -54,8 +54,8 @@ inline double all_reduce_ms(const topology& topo, std::uint64_t bytes) noexcept 
 // all-to-all, forward and backward, once the columns are balanced: every other
 // device receives its share of the batch, (batch / D) x 4 bytes, over the link
 // class most peers sit behind (inter-host when there are several hosts). The
-// data-parallel choice (stage/split_oversized.hpp) weighs a table-wise table's columns
-// with it.
+// data-parallel choice (stage/data_parallel.hpp) weighs a table-wise table's
+// columns with it.
 inline double all_to_all_column_ms(const topology& topo, std::int64_t batch) noexcept {
   const std::size_t n = topo.size();
   if (n <= 1) return 0.0;

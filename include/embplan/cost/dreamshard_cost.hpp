@@ -50,8 +50,6 @@
 
 namespace embplan::inline EMBPLAN_ABI {
 
-namespace cost {
-
 // Mean and population std of rows, pooling factor and size over a task's tables.
 struct dreamshard_feature_stats {
   double mean[3] = {0.0, 0.0, 0.0};  // rows, pooling factor, size (rows x dim)
@@ -116,12 +114,10 @@ nn::matrix dreamshard_task_features(const task& t) {
   return out;
 }
 
-}  // namespace cost
-
 // What a DreamShard model file says about itself (metadata of the safetensors
 // file, "embplan.*" keys; `extra` keeps every other key verbatim).
 struct dreamshard_cost_metadata {
-  cost::feature_set features = cost::feature_set::embplan21;
+  feature_set features = feature_set::embplan21;
   std::string meter = "unknown";  // what measured the training data ("cpu", "cuda", ...)
   std::string trained_on{};       // e.g. "dreamshard tasks seed 0, DLRM-20 (4)"
   std::string pool_half{};        // "train", "test", "whole" or empty (not recorded)
@@ -252,8 +248,8 @@ class dreamshard_cost {
 
   dreamshard_cost() = default;
   explicit dreamshard_cost(nn::dreamshard_model m, dreamshard_cost_metadata meta = {}) {
-    if (meta.features != cost::feature_set::embplan21) {
-      embplan::detail::fail("dreamshard_cost.features", cost::to_string(meta.features),
+    if (meta.features != feature_set::embplan21) {
+      embplan::detail::fail("dreamshard_cost.features", to_string(meta.features),
                             "\"embplan21\" (DreamShard's 21 table features)");
     }
     cost::detail::require_dreamshard_model(m, "dreamshard_cost.model");
@@ -265,7 +261,7 @@ class dreamshard_cost {
   const dreamshard_cost_metadata& metadata() const { return require().meta; }
 
   // The three heads on each group of rows of features `x` ([rows, 21], task
-  // features of cost::dreamshard_task_features); group[r] the group of row r,
+  // features of dreamshard_task_features); group[r] the group of row r,
   // `groups` groups, each non-empty. out[g] = heads of group g.
   template <class = void>
   void device_costs(const Eigen::Ref<const nn::matrix>& x, std::span<const std::int64_t> group,
@@ -355,17 +351,17 @@ class dreamshard_cost {
 
   // The features of the pieces of `group` within task t; one zero row when empty.
   static void piece_rows(const task& t, std::span<const shard> group, nn::matrix& x) {
-    const auto f = static_cast<Eigen::Index>(cost::feature_count(cost::feature_set::embplan21));
+    const auto f = static_cast<Eigen::Index>(feature_count(feature_set::embplan21));
     if (group.empty()) {
       x = nn::matrix::Zero(1, f);
       return;
     }
-    const auto stats = cost::dreamshard_stats(t);
+    const auto stats = dreamshard_stats(t);
     x.resize(static_cast<Eigen::Index>(group.size()), f);
     for (std::size_t i = 0; i < group.size(); ++i) {
-      cost::dreamshard_features(piece_table(t, group[i]), stats,
-                                std::span<float>(x.row(static_cast<Eigen::Index>(i)).data(),
-                                                 static_cast<std::size_t>(f)));
+      dreamshard_features(piece_table(t, group[i]), stats,
+                          std::span<float>(x.row(static_cast<Eigen::Index>(i)).data(),
+                                           static_cast<std::size_t>(f)));
     }
   }
 

@@ -22,7 +22,7 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::cost {
+namespace embplan::inline EMBPLAN_ABI {
 
 enum class feature_set : std::uint8_t { embplan21, neuroshard20 };
 
@@ -90,4 +90,4 @@ inline void table_features(const table_spec& t, feature_set f, std::span<float> 
   }
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::cost
+}  // namespace embplan::inline EMBPLAN_ABI

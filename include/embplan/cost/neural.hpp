@@ -51,7 +51,7 @@
 namespace embplan::inline EMBPLAN_ABI {
 
 struct neural_cost_metadata {
-  cost::feature_set features = cost::feature_set::embplan21;
+  feature_set features = feature_set::embplan21;
   std::string meter = "unknown";  // what measured the training data ("cpu", "cuda", ...)
   std::int64_t batch_size = 0;    // bags per table the measurements ran
   double forward_share = 0.5;     // forward / (forward + backward) in the training data
@@ -71,8 +71,8 @@ class neural_cost {
   neural_cost(const nn::compute_cost_net& net, neural_cost_metadata meta, analytic_cost comm = {})
       : state_(std::make_shared<const state>(net, std::move(meta))), comm_(comm) {
     const auto& m = state_->meta;
-    if (net.table_features() != static_cast<Eigen::Index>(cost::feature_count(m.features))) {
-      embplan::detail::fail("neural_cost.features", cost::to_string(m.features),
+    if (net.table_features() != static_cast<Eigen::Index>(feature_count(m.features))) {
+      embplan::detail::fail("neural_cost.features", to_string(m.features),
                             "a feature set of " + std::to_string(net.table_features()) +
                                 " features (the network's input size)");
     }
@@ -134,11 +134,11 @@ class neural_cost {
 
   compute_cost compute(const task& t, std::span<const shard> group, std::size_t /*device*/) const {
     const state& s = require();
-    const auto f = static_cast<Eigen::Index>(cost::feature_count(s.meta.features));
+    const auto f = static_cast<Eigen::Index>(feature_count(s.meta.features));
     nn::matrix x(static_cast<Eigen::Index>(group.size()), f);
     std::vector<float> row(static_cast<std::size_t>(f));
     for (std::size_t i = 0; i < group.size(); ++i) {
-      cost::table_features(embplan::piece_table(t, group[i]), s.meta.features, row);
+      table_features(embplan::piece_table(t, group[i]), s.meta.features, row);
       for (Eigen::Index c = 0; c < f; ++c)
         x(static_cast<Eigen::Index>(i), c) = row[static_cast<std::size_t>(c)];
     }
@@ -157,8 +157,8 @@ class neural_cost {
   void fold_add(float* z, const float* term) const { require().packed.add(z, term); }
   void piece_term(const task& t, const shard& piece, float* out) const {
     const state& s = require();
-    std::vector<float> row(cost::feature_count(s.meta.features));
-    cost::table_features(embplan::piece_table(t, piece), s.meta.features, row);
+    std::vector<float> row(feature_count(s.meta.features));
+    table_features(embplan::piece_table(t, piece), s.meta.features, row);
     s.packed.term(row.data(), out);
   }
   compute_cost from_fold(const task& t, const float* z, std::size_t pieces) const {
@@ -269,7 +269,7 @@ class neural_cost {
     const state& s = require();
     std::map<std::string, std::string> meta = s.meta.extra;
     meta["embplan.kind"] = "compute_cost_net";
-    meta["embplan.feature_set"] = std::string(cost::to_string(s.meta.features));
+    meta["embplan.feature_set"] = std::string(to_string(s.meta.features));
     meta["embplan.meter"] = s.meta.meter;
     meta["embplan.batch_size"] = std::to_string(s.meta.batch_size);
     meta["embplan.forward_share"] = std::to_string(s.meta.forward_share);
@@ -298,8 +298,8 @@ class neural_cost {
                             "\"compute_cost_net\"");
     }
     neural_cost_metadata meta;
-    meta.features = cost::parse_feature_set(get("embplan.feature_set"),
-                                            path.string() + ": metadata.embplan.feature_set");
+    meta.features = parse_feature_set(get("embplan.feature_set"),
+                                      path.string() + ": metadata.embplan.feature_set");
     meta.meter = get("embplan.meter");
     meta.batch_size = cost::detail::parse_number<std::int64_t>(
         get("embplan.batch_size"), path.string() + ": metadata.embplan.batch_size");
@@ -314,7 +314,7 @@ class neural_cost {
     for (const auto& [k, v] : file.metadata)
       if (k.rfind("embplan.", 0) != 0) meta.extra[k] = v;
     nn::compute_cost_net_options o;
-    o.table_features = static_cast<Eigen::Index>(cost::feature_count(meta.features));
+    o.table_features = static_cast<Eigen::Index>(feature_count(meta.features));
     o.table_mlp_sizes = cost::detail::parse_sizes(
         get("embplan.table_mlp_sizes"), path.string() + ": metadata.embplan.table_mlp_sizes");
     o.pred_mlp_sizes = cost::detail::parse_sizes(

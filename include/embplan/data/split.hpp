@@ -4,8 +4,8 @@
 //   - DreamShard's two disjoint pool halves (§4.1, tools/gen_tasks.py: shuffle
 //     the table indices, the first half, rounded down, trains): fractions
 //     0.5 / 0, each part in ascending order (data/tasks.hpp);
-//   - the 80/10/10 split of cost records (NeuroShard App. C; cost/train.hpp,
-//     cost/train_comm.hpp): each part in shuffled order, which is the order
+//   - the 80/10/10 split of cost records (NeuroShard App. C; learn/train.hpp,
+//     learn/train_comm.hpp): each part in shuffled order, which is the order
 //     mini-batches draw from.
 // The split is a Fisher-Yates shuffle of 0..n-1 driven by
 // rng(derive_seed(seed, stream)); the first floor(train_fraction * n) indices

@@ -142,7 +142,7 @@ inline void autoshard_task_features(const task& t, const autoshard_feature_stats
   out.resize(static_cast<Eigen::Index>(t.tables.size()), autoshard_table_features);
   std::array<float, 21> row{};
   for (std::size_t i = 0; i < t.tables.size(); ++i) {
-    cost::table_features(t.tables[i], cost::feature_set::embplan21, row);
+    table_features(t.tables[i], feature_set::embplan21, row);
     for (std::size_t k = 0; k < 3; ++k) {
       const double centred = static_cast<double>(row[k]) - stats.mean[k];
       row[k] = static_cast<float>(stats.stdev[k] == 0.0 ? centred : centred / stats.stdev[k]);

@@ -2,7 +2,7 @@
 // The `autoshard` preset: AutoShard's trained policy as a planner (KDD'22 §4,
 // the authors' sharders.py inference), named as presets.hpp names the others,
 // and its run_preset entry. Apart from presets.hpp because it needs Eigen
-// (embplan::nn), which embplan::core does not.
+// (embplan::nn), which embplan::core does not. In embplan::rl, as rl/ is.
 //   autoshard_planner      planner<analytic_cost, rl::policy_searcher<
 //                          rl::autoshard_policy>, default_constraint,
 //                          balance_reward>: the tables in the cost head's
@@ -31,7 +31,7 @@
 #include "embplan/run_preset.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI {
+namespace embplan::inline EMBPLAN_ABI::rl {
 
 using autoshard_planner = planner<analytic_cost, rl::policy_searcher<rl::autoshard_policy>,
                                   default_constraint, balance_reward>;
@@ -51,4 +51,4 @@ inline preset_fn autoshard_preset(const rl::autoshard_policy& policy,
   return presets::detail::as_preset_fn(make_autoshard_planner(policy, search));
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI
+}  // namespace embplan::inline EMBPLAN_ABI::rl

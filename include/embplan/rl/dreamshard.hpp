@@ -4,7 +4,7 @@
 //
 // rl::dreamshard_policy holds an nn::dreamshard_model (cost and RL branches,
 // the authors' parameter names) and its metadata. Per task it computes the
-// tables' features (cost::dreamshard_task_features: the authors' per-task
+// tables' features (dreamshard_task_features: the authors' per-task
 // z-scores), orders the tables by the cost branch's single-table cost,
 // descending and stable (Env.reset), and scores the legal devices of an MDP
 // state with the policy network (rl/dreamshard_policy_net.hpp; the incremental
@@ -93,13 +93,13 @@ struct dreamshard_estimate {
 
   std::string_view name() const noexcept { return "dreamshard_estimate"; }
   void order_keys(const task& t, std::vector<double>& keys) const {
-    dreamshard_single_table_costs(cost.network(), cost::dreamshard_task_features(t), keys);
+    dreamshard_single_table_costs(cost.network(), dreamshard_task_features(t), keys);
   }
   double final_cost(const task& t, std::span<const std::uint32_t> device_of) const {
     std::vector<std::vector<std::uint32_t>> tables_on(t.cluster.size());
     for (std::size_t i = 0; i < device_of.size(); ++i)
       tables_on.at(device_of[i]).push_back(static_cast<std::uint32_t>(i));
-    return detail::mdp_overall_head(cost.network(), cost::dreamshard_task_features(t), tables_on);
+    return detail::mdp_overall_head(cost.network(), dreamshard_task_features(t), tables_on);
   }
 };
 static_assert(cost_source<dreamshard_estimate>);
@@ -149,7 +149,7 @@ class dreamshard_policy {
   dreamshard_estimate estimate() const { return dreamshard_estimate{cost_}; }
 
   void prepare(const task& t, context& ctx) const {
-    cost::dreamshard_task_features(t, ctx.features);
+    dreamshard_task_features(t, ctx.features);
     ctx.fresh.reset(network(), ctx.features, static_cast<Eigen::Index>(t.cluster.size()));
     ctx.state = ctx.fresh;
     ctx.applied = 0;

@@ -2,7 +2,7 @@
 // The `dreamshard` preset: DreamShard's trained policy as a planner
 // (NeurIPS'22 §3.3, Algorithm 2), named as presets.hpp names the others, and
 // its run_preset entry. Apart from presets.hpp because it needs Eigen
-// (embplan::nn), which embplan::core does not.
+// (embplan::nn), which embplan::core does not. In embplan::rl, as rl/ is.
 //   dreamshard_planner     planner<dreamshard_cost, rl::policy_searcher<
 //                          rl::dreamshard_policy>, default_constraint,
 //                          neg_max_cost_reward>: the tables in the cost
@@ -29,7 +29,7 @@
 #include "embplan/run_preset.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI {
+namespace embplan::inline EMBPLAN_ABI::rl {
 
 using dreamshard_planner = planner<dreamshard_cost, rl::policy_searcher<rl::dreamshard_policy>,
                                    default_constraint, neg_max_cost_reward>;
@@ -49,4 +49,4 @@ inline preset_fn dreamshard_preset(const rl::dreamshard_policy& policy,
   return presets::detail::as_preset_fn(make_dreamshard_planner(policy, search));
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI
+}  // namespace embplan::inline EMBPLAN_ABI::rl

@@ -404,7 +404,7 @@ void dreamshard_train(std::span<const task> tasks, const Meter& meter,
   std::vector<nn::matrix> features(tasks.size());
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     validate(tasks[i], embplan::detail::path("dreamshard_train.tasks", i));
-    cost::dreamshard_task_features(tasks[i], features[i]);
+    dreamshard_task_features(tasks[i], features[i]);
   }
   cost::detail::require_dreamshard_model(st.model, "dreamshard_train_state.model");
   for (std::size_t r = 0; r < st.buffer.size(); ++r) {

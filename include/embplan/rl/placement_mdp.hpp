@@ -18,7 +18,7 @@
 // MDP allocates only in its constructor and reset().
 // A table that no legal action can place makes try_reset / try_step return
 // false with failure() naming the table, the rule and every device's free
-// memory (search::no_device_for); reset() and step() throw that message as an
+// memory (no_device_for); reset() and step() throw that message as an
 // embplan::error.
 // Design notes: docs/design/dreamshard.md.
 
@@ -328,7 +328,7 @@ class placement_mdp {
         legal_.push_back(static_cast<std::uint32_t>(d));
     }
     if (!legal_.empty()) return true;
-    failure_ = search::no_device_for(*task_, state_, table, rule_);
+    failure_ = no_device_for(*task_, state_, table, rule_);
     return false;
   }
 

@@ -12,14 +12,14 @@
 // bench_scale's, but on the largest clusters in NVLink hosts torchrec_like's
 // can be (docs/results/scale.md). The portfolio costs the sum of its
 // searchers' times.
-// Behind the row-split stage (stage::split_oversized) each member gets its
+// Behind the stage (stage::staged) each member gets its
 // own stage (stage::behind_stage), so whole plans of the caller's task are
 // compared, not plans of the stage's sub-task (whose costs leave out the row
 // pieces' load and can rank the plans otherwise).
 // Counts: evaluations, cache look-ups and hits are the sums over the members
 // plus one evaluate() per plan compared. The result's made_by names the
 // member whose plan was kept, by its place and label (searcher_label:
-// "#2 rowwise_split(torchrec_like)"). A member that finds no plan is passed
+// "#2 staged(torchrec_like)"). A member that finds no plan is passed
 // over; where none finds one, the failure names each member and its failure.
 // Design notes: docs/design/local-search.md.
 

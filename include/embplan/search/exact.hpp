@@ -149,7 +149,7 @@ struct exact_table_wise {
       if (candidates.empty()) {
         if (depth >= failure_depth_) {
           failure_depth_ = depth + 1;
-          failure_ = search::no_device_for(t_, st_, table, rule_);
+          failure_ = no_device_for(t_, st_, table, rule_);
         }
         return;
       }

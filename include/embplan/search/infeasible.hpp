@@ -12,7 +12,7 @@
 #include "embplan/core/task.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::search {
+namespace embplan::inline EMBPLAN_ABI {
 
 // Devices listed one by one up to this many; beyond it, only the roomiest.
 inline constexpr std::size_t listed_devices = 16;
@@ -23,7 +23,7 @@ inline constexpr std::size_t listed_devices = 16;
 // the most is left). Where the rule explains itself for this table
 // (explaining_constraint, e.g. table_rules' pins), its explanation instead. A searcher that gives
 // up returns it as search_result::failure, e.g.
-//   if (!placed) return {.ok = false, .failure = search::no_device_for(t, st, i, rule)};
+//   if (!placed) return {.ok = false, .failure = no_device_for(t, st, i, rule)};
 template <constraint Constraint>
 std::string no_device_for(const task& t, const placement_state& st, std::size_t table,
                           const Constraint& rule) {
@@ -57,4 +57,4 @@ std::string no_device_for(const task& t, const placement_state& st, std::size_t 
   return out;
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::search
+}  // namespace embplan::inline EMBPLAN_ABI

@@ -141,7 +141,7 @@ struct sorted_greedy {
       for (const auto& k : refused)
         heap.push(k);
       if (!placed) {
-        out.failure = search::no_device_for(t, st, i, rule);
+        out.failure = no_device_for(t, st, i, rule);
         return out;
       }
     }

@@ -29,23 +29,10 @@
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/collectives.hpp"
 #include "embplan/stage/detail/common.hpp"
+#include "embplan/stage/settings.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::stage {
-
-// Which tables a split_oversized stage replicates as data-parallel copies
-// (docs/design/stage.md says how it chooses).
-struct data_parallel_options {
-  bool enabled = false;
-  double memory_fraction = 0.1;  // of the smallest device memory, for all copies together
-
-  void validate() const {
-    if (!(memory_fraction >= 0.0 && memory_fraction <= 1.0)) {
-      embplan::detail::fail("data_parallel.memory_fraction", memory_fraction,
-                            "a fraction in [0, 1]");
-    }
-  }
-};
 
 // The copy of table `ti` on `device` that a data-parallel table holds there.
 inline shard data_parallel_copy(const task& t, std::size_t ti, std::size_t device) {

@@ -33,6 +33,7 @@
 #include "embplan/cost/collectives.hpp"
 #include "embplan/rowwise/partition.hpp"
 #include "embplan/stage/detail/common.hpp"
+#include "embplan/stage/settings.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::stage {
@@ -228,29 +229,5 @@ inline double layout_comm_ms(const task& t, std::span<const shard> pieces) {
 }
 
 }  // namespace detail
-
-// Where a table that fits no device goes (split_oversized::layout), on a
-// cluster of several hosts:
-enum class row_layout {
-  by_cost,    // the cheaper of host_first's host-local layout and row_wise, where
-              // both fit (layout_comm_ms; ties: the host-local one)
-  row_wise,   // the fewest devices of any hosts (the only layout on one host)
-  host_first  // table_row_wise where a host holds it, else grid, else row_wise
-};
-
-// The layouts' names, in the enum's order.
-inline constexpr std::array<std::string_view, 3> row_layout_names{"by_cost", "row_wise",
-                                                                  "host_first"};
-
-inline std::string_view to_string(row_layout l) noexcept {
-  return row_layout_names[static_cast<std::size_t>(l)];
-}
-
-// "by_cost" | "row_wise" | "host_first"; anything else fails naming `field`.
-inline row_layout row_layout_from(std::string_view text, std::string_view field) {
-  for (std::size_t i = 0; i < row_layout_names.size(); ++i)
-    if (text == row_layout_names[i]) return static_cast<row_layout>(i);
-  embplan::detail::fail(field, text, "one of by_cost, row_wise, host_first");
-}
 
 }  // namespace embplan::inline EMBPLAN_ABI::stage

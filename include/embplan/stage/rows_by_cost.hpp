@@ -1,5 +1,5 @@
 #pragma once
-// Row cuts by cost (split_oversized::rows_by_cost): tables that fit a device
+// Row cuts by cost (stage_settings::rows_by_cost): tables that fit a device
 // but whose narrowest column block would still bound the plan are cut into
 // even row ranges, each placed by the inner searcher as a table of the
 // sub-task; abutting pieces the searcher put on one device are merged back

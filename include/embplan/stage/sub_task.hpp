@@ -103,6 +103,19 @@ class in_full_task {
     return explain_of(*rule_, *full_, combined(st), index_[table]);
   }
 
+  // Sub-task shard `s` in the caller's terms: its table, columns and rows
+  // there (how the stage maps the inner searcher's plan back).
+  shard translated(shard s) const noexcept {
+    const std::int32_t shift = offset_[s.table];
+    const std::int64_t row_shift = row_offset_[s.table];
+    s.table = static_cast<std::uint32_t>(index_[s.table]);
+    s.col_begin += shift;
+    s.col_end += shift;
+    s.row_begin += row_shift;
+    s.row_end += row_shift;
+    return s;
+  }
+
  private:
   // Whether `rule` answers a sub-task question as it answers the translated
   // one, so that admits() may skip the translation (combined() copies the
@@ -158,16 +171,6 @@ class in_full_task {
     return false;
   }
 
-  shard translated(shard s) const noexcept {
-    const std::int32_t shift = offset_[s.table];
-    const std::int64_t row_shift = row_offset_[s.table];
-    s.table = static_cast<std::uint32_t>(index_[s.table]);
-    s.col_begin += shift;
-    s.col_end += shift;
-    s.row_begin += row_shift;
-    s.row_end += row_shift;
-    return s;
-  }
   placement_state combined(const placement_state& st) const {
     placement_state out = *base_;
     for (std::size_t d = 0; d < out.memory_bytes.size(); ++d) {

@@ -93,7 +93,7 @@ struct two_orders {
               (chosen == devices || load[d] < load[chosen]))
             chosen = d;
         if (chosen == devices) {
-          if (best.failure.empty()) best.failure = embplan::search::no_device_for(t, st, i, rule);
+          if (best.failure.empty()) best.failure = embplan::no_device_for(t, st, i, rule);
           placed_all = false;
           break;
         }
@@ -186,10 +186,9 @@ int main() {
     using rule = embplan::all_of<embplan::memory_capacity, embplan::dim_multiple, pin_table>;
     const rule my_rule{embplan::memory_capacity{}, embplan::dim_multiple{}, pin};
 
-    using mine =
-        embplan::planner<embplan::analytic_cost, embplan::stage::split_oversized<two_orders>, rule,
-                         fast_everywhere>;
-    const auto r = mine{{}, {}, my_rule, {}}(big, 0);
+    using mine = embplan::planner<embplan::analytic_cost, embplan::stage::staged<two_orders>, rule,
+                                  fast_everywhere>;
+    const auto r = mine{{}, {.settings = {.split_rows = true}}, my_rule, {}}(big, 0);
     check_priced(r, big, "mine (own searcher)");
     check(honours(r.placement, pin), "table 7 stays on device 3");
     check(r.search_unit == embplan::cost_unit::ms, "searched in ms");
@@ -199,10 +198,10 @@ int main() {
       pieces_of_0 += s.table == 0 ? 1 : 0;
     check(pieces_of_0 >= 2, "table 0 is split by rows");
 
-    using greedy = embplan::planner<embplan::analytic_cost,
-                                    embplan::stage::split_oversized<embplan::sorted_greedy>, rule,
-                                    fast_everywhere>;
-    const auto g = greedy{{}, {}, my_rule, {}}(big, 0);
+    using greedy =
+        embplan::planner<embplan::analytic_cost, embplan::stage::staged<embplan::sorted_greedy>,
+                         rule, fast_everywhere>;
+    const auto g = greedy{{}, {.settings = {.split_rows = true}}, my_rule, {}}(big, 0);
     check_priced(g, big, "mine (sorted_greedy)");
     check(honours(g.placement, pin), "table 7 stays on device 3 (sorted_greedy)");
 
@@ -225,7 +224,10 @@ int main() {
       "cluster": {"count": 4, "device": {"memory_gib": 16}}
     })";
     const embplan::task from_json = embplan::io::task_from_json(embplan::io::parse_json(text));
-    const auto j = mine{{}, {}, rule{{}, {}, pin_table{.table = 2, .device = 1}}, {}}(from_json, 0);
+    const auto j = mine{{},
+                        {.settings = {.split_rows = true}},
+                        rule{{}, {}, pin_table{.table = 2, .device = 1}},
+                        {}}(from_json, 0);
     check_priced(j, from_json, "mine (task from JSON)");
     check(honours(j.placement, pin_table{.table = 2, .device = 1}), "country stays on device 1");
     const std::string written = embplan::io::to_json(from_json, j.placement).dump();

@@ -84,7 +84,7 @@ inline multiset_key piece_key(const shard& s) noexcept {
 // on two different kinds of device has two keys. By default (price) devices
 // that differ only in their capacities (memory_bytes, dram_bytes), which no
 // cost model reads (concepts/cost_model.hpp), share a kind: a sub-task whose
-// devices keep different free memory (stage::split_oversized) prices each
+// devices keep different free memory (stage::staged) prices each
 // set of pieces once, not once per device (told apart by capacity, a large
 // sub-task's devices fall into hundreds of kinds, and each run of the grid
 // engine maps every piece's term once per kind;

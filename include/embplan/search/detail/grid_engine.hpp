@@ -673,7 +673,7 @@ class grid_engine {
       // steps). On large clusters with every option many devices a step are
       // passed so, and asking the constraint about each would dominate the
       // search (likely those holding a large table's row shards in
-      // stage::split_oversized's sub-task: cheap there, so ranked first,
+      // stage::staged's sub-task: cheap there, so ranked first,
       // and nearly full; docs/design/grid-engine.md). Skipped in a loop of its
       // own, which the compiler keeps in registers (in the walk's body it
       // reloaded its locals from the stack at every device).

@@ -135,7 +135,7 @@ class perf_partitioner {
         shard s = o.shards[k];
         const std::size_t chosen = pick(rule, s);
         if (chosen == devices) {
-          failure = search::no_device_for(t_, st_, e.table, rule);
+          failure = no_device_for(t_, st_, e.table, rule);
           return inf;
         }
         st_.place(t_, s);

@@ -1,5 +1,5 @@
 #pragma once
-// What the stage's jobs share (stage/split_oversized.hpp): a device's free
+// What the stage's jobs share (stage/staged.hpp): a device's free
 // memory, the column blocks of a table cut for min_shards or a grid, which
 // tables fit some device whole, and a shard's cost in ms for the stage's
 // choices (the searcher's model where it is in ms, else the analytic one).

@@ -36,7 +36,7 @@
 #include "embplan/nn/serialize.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::cost {
+namespace embplan::inline EMBPLAN_ABI::learn {
 
 struct neuroshard_import_options {
   // NeuroShard's feature_means / feature_stds (20 each); leave empty when the
@@ -155,7 +155,7 @@ inline nn::comm_cost_net import_comm_cost_net(io::safetensors_file file, const s
   // CommCostModel.save() records its device count; exported, it is metadata.
   if (const auto it = file.metadata.find("ndevices"); it != file.metadata.end()) {
     const std::string key = src + ": metadata.ndevices";
-    if (parse_number<Eigen::Index>(it->second, key) != out) {
+    if (cost::detail::parse_number<Eigen::Index>(it->second, key) != out) {
       embplan::detail::fail(key, it->second,
                             std::to_string(out) + " devices, the backward net's input width");
     }
@@ -269,4 +269,4 @@ inline neural_comm import_neuroshard_comm(const std::filesystem::path& forward,
   return neural_comm(fwd, bwd, std::move(meta));
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::cost
+}  // namespace embplan::inline EMBPLAN_ABI::learn

@@ -1,22 +1,26 @@
 #pragma once
-// stage::split_oversized<Inner>: the row-split stage, a plan option for any
-// searcher. Before the inner searcher places the tables, the stage
-//  - splits by rows each table that no device admits whole (largest first;
-//    layout row_wise, table_row_wise or grid, by default the cheapest), hot
-//    rows optionally replicated on its row-shard devices: the
+// stage::staged<Inner>: the stage, plan options for any searcher, each asked
+// for in its stage_settings (stage/settings.hpp; none by default). Before the
+// inner searcher places the tables, the stage
+//  - with split_rows, splits by rows each table that no device admits whole
+//    (largest first; layout row_wise, table_row_wise or grid, by default the
+//    cheapest), hot rows optionally replicated on its row-shard devices: the
 //    embedding-tables chapter's "shard the table by ID" (§2) and hot-row
-//    replication (§4), TorchRec's row-wise sharding;
-//  - optionally replicates small tables as data-parallel copies, one on every
-//    device (data_parallel; their all-reduce: cost/collectives.hpp);
-//  - optionally cuts tables that fit into row pieces where one alone would
-//    bound the plan (rows_by_cost); the plan with the cuts is kept only where
-//    the Reward scores it no lower than the plan without;
-//  - cuts tables with a minimum piece count (min_shards) into column blocks.
+//    replication (§4), TorchRec's row-wise sharding (stage/row_split.hpp);
+//  - with data_parallel, replicates small tables as data-parallel copies, one
+//    on every device (stage/data_parallel.hpp; their all-reduce:
+//    cost/collectives.hpp);
+//  - with rows_by_cost, cuts tables that fit into row pieces where one alone
+//    would bound the plan (stage/rows_by_cost.hpp); the plan with the cuts is
+//    kept only where the Reward scores it no lower than the plan without;
+//  - always, cuts tables with a minimum piece count (min_shards) into column
+//    blocks.
 // The inner searcher then places the remaining tables, pieces and blocks,
 // unchanged, on a task whose device capacities are reduced by what the stage
 // took; its cost model and reward see only that sub-task, but its constraint
 // is always asked in the caller's terms (detail::in_full_task). The plan
-// maps every piece back to its table's rows and columns.
+// maps every piece back to its table's rows and columns. behind_stage puts a
+// searcher (each member of a portfolio) behind the stage.
 // Design notes: docs/design/stage.md.
 
 #include <algorithm>
@@ -48,19 +52,16 @@
 #include "embplan/stage/detail/common.hpp"
 #include "embplan/stage/row_split.hpp"
 #include "embplan/stage/rows_by_cost.hpp"
+#include "embplan/stage/settings.hpp"
 #include "embplan/stage/sub_task.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::stage {
 
 template <class Inner>
-struct split_oversized {
+struct staged {
   Inner inner{};
-  std::int64_t hot_rows = 0;  // rows [0, hot_rows) of a split table replicated (0: none)
-  bool split_rows = true;     // false: a table that fits no device is left to `inner`
-  data_parallel_options data_parallel{};    // small tables replicated (off by default)
-  row_layout layout = row_layout::by_cost;  // where a split table's pieces go, across hosts
-  bool rows_by_cost = false;  // cut tables that fit by rows where cheaper (docs/design/stage.md)
+  stage_settings settings{};
 
   // The inner searcher decides the plan of the tables that fit whole (with
   // rows_by_cost the stage also compares two plans by the reward).
@@ -71,27 +72,29 @@ struct split_oversized {
   template <constraint Constraint>
   std::optional<std::vector<shard>> split_table(const task& t, const placement_state& st,
                                                 std::size_t ti, const Constraint& rule) const {
-    if (layout == row_layout::row_wise) return detail::split_by_rows(t, st, ti, rule, hot_rows);
+    const std::int64_t hot_rows = settings.hot_rows;
+    if (settings.layout == row_layout::row_wise)
+      return detail::split_by_rows(t, st, ti, rule, hot_rows);
     const auto hosts = spans_hosts(t.cluster) ? detail::hosts_by_room(t, st)
                                               : std::vector<std::vector<std::size_t>>{};
     auto local = detail::split_within_host(t, st, ti, rule, hot_rows, hosts);
     if (!local) local = detail::split_grid(t, st, ti, rule, hot_rows, hosts);
-    if (layout == row_layout::host_first && local) return local;
+    if (settings.layout == row_layout::host_first && local) return local;
     auto spread = detail::split_by_rows(t, st, ti, rule, hot_rows);
     if (!local) return spread;
     if (!spread) return local;
     return detail::layout_comm_ms(t, *local) <= detail::layout_comm_ms(t, *spread) ? local : spread;
   }
 
-  std::string_view name() const noexcept { return "rowwise_split"; }
-  std::string label() const { return "rowwise_split(" + searcher_label(inner) + ")"; }
+  std::string_view name() const noexcept { return "staged"; }
+  std::string label() const { return "staged(" + searcher_label(inner) + ")"; }
 
   template <cost_model CostModel, constraint Constraint, reward Reward>
   search_result search(const task& t, const CostModel& model, const Constraint& rule,
                        const Reward& score, std::uint64_t seed) const {
-    data_parallel.validate();
+    settings.data_parallel.validate();
     bool cut_any = false;
-    search_result with = plan(t, model, rule, score, seed, rows_by_cost, cut_any);
+    search_result with = plan(t, model, rule, score, seed, settings.rows_by_cost, cut_any);
     if (!cut_any) return with;
     search_result without = plan(t, model, rule, score, seed, false, cut_any);
     // The plan the reward scores higher, the one without cuts on a tie
@@ -122,13 +125,14 @@ struct split_oversized {
     search_result out;
     placement_state st(t);
     std::vector<std::uint8_t> replicated(t.tables.size(), 0);
-    const bool replicating = data_parallel.enabled && devices > 1;
+    const bool split_rows = settings.split_rows;
+    const bool replicating = settings.data_parallel.enabled && devices > 1;
     // Asked once for both stages; with neither, every table goes to `inner`.
     const auto fits = split_rows || replicating ? detail::fits_whole(t, rule)
                                                 : std::vector<std::uint8_t>(t.tables.size(), 1);
     if (replicating) {
-      detail::choose_data_parallel(t, model, rule, data_parallel, fits, st, out.placement.shards,
-                                   replicated);
+      detail::choose_data_parallel(t, model, rule, settings.data_parallel, fits, st,
+                                   out.placement.shards, replicated);
     }
     std::vector<std::size_t> oversized;
     std::vector<std::size_t> rest;
@@ -164,7 +168,7 @@ struct split_oversized {
         std::uint64_t total_free = 0;
         for (std::size_t d = 0; d < devices; ++d)
           total_free += detail::free_bytes(t, st, d);
-        out.failure = search::no_device_for(t, st, i, rule) + "; split by rows across all " +
+        out.failure = no_device_for(t, st, i, rule) + "; split by rows across all " +
                       std::to_string(devices) + " devices it still does not fit (" +
                       std::to_string(total_free) + " bytes free in all)";
         return out;
@@ -250,16 +254,8 @@ struct split_oversized {
           ", the other tables do not fit (table indices below count only those): " + r.failure;
       return out;
     }
-    for (auto s : r.placement.shards) {
-      const std::int32_t shift = offset[s.table];
-      const std::int64_t row_shift = row_offset[s.table];
-      s.table = static_cast<std::uint32_t>(index[s.table]);
-      s.col_begin += shift;
-      s.col_end += shift;
-      s.row_begin += row_shift;
-      s.row_end += row_shift;
-      out.placement.shards.push_back(s);
-    }
+    for (const auto& s : r.placement.shards)
+      out.placement.shards.push_back(sub_rule.translated(s));
     if (cut_any) {
       out.evaluations +=
           detail::merge_abutting_rows_if_no_costlier(t, model, rule, score, row_cut, out.placement);
@@ -269,21 +265,12 @@ struct split_oversized {
   }
 };
 
-// split_oversized's settings without its inner searcher (behind_stage).
-struct stage_settings {
-  std::int64_t hot_rows = 0;
-  bool split_rows = true;
-  data_parallel_options data_parallel{};
-  row_layout layout = row_layout::by_cost;
-  bool rows_by_cost = false;
-};
-
-// The searcher behind_stage makes of `Inner`: split_oversized<Inner>, and for
+// The searcher behind_stage makes of `Inner`: staged<Inner>, and for
 // a portfolio (best_of) the portfolio of its members, each behind its own
 // stage.
 template <class Inner>
 struct staged_searcher {
-  using type = split_oversized<Inner>;
+  using type = staged<Inner>;
 };
 template <class... Members>
 struct staged_searcher<best_of<Members...>> {
@@ -292,7 +279,7 @@ struct staged_searcher<best_of<Members...>> {
 template <class Inner>
 using staged_searcher_t = typename staged_searcher<Inner>::type;
 
-// `s` behind the row-split stage with `settings`. A best_of's members each go
+// `s` behind the stage with `settings`. A best_of's members each go
 // behind their own, so that the portfolio compares whole plans of the
 // caller's task (best_of.hpp): behind one stage it would compare the plans of
 // the stage's sub-task, whose costs leave the row pieces out.
@@ -303,12 +290,7 @@ staged_searcher_t<Inner> behind_stage(const Inner& s, const stage_settings& sett
         [&](const auto&... m) { return staged_searcher_t<Inner>{{behind_stage(m, settings)...}}; },
         s.searchers);
   } else {
-    return {.inner = s,
-            .hot_rows = settings.hot_rows,
-            .split_rows = settings.split_rows,
-            .data_parallel = settings.data_parallel,
-            .layout = settings.layout,
-            .rows_by_cost = settings.rows_by_cost};
+    return {.inner = s, .settings = settings};
   }
 }
 

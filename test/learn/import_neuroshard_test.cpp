@@ -5,7 +5,7 @@
 // and backward CommCostNets imported as a neural_comm price placements as
 // PyTorch does (through neural_comm::communication), and together they price
 // a plan as NeuroShard's simulator composes them.
-#include "embplan/cost/import_neuroshard.hpp"
+#include "embplan/learn/import_neuroshard.hpp"
 
 #include <doctest/doctest.h>
 
@@ -60,8 +60,8 @@ const std::vector<float>& comm_values(const char* name) {
   return comm_golden().tensors.at(name).values;
 }
 
-embplan::cost::neuroshard_import_options options() {
-  embplan::cost::neuroshard_import_options o;
+embplan::learn::neuroshard_import_options options() {
+  embplan::learn::neuroshard_import_options o;
   o.feature_means = values("feature_means");
   o.feature_stds = values("feature_stds");
   o.meter = "cuda-2080ti";
@@ -111,8 +111,8 @@ struct temp_dir {
 }  // namespace
 
 TEST_CASE("import_neuroshard: a raw ComputeCostNet state_dict prices devices as PyTorch does") {
-  const auto model = embplan::cost::import_neuroshard(state_dict_path(), options());
-  CHECK(model.metadata().features == embplan::cost::feature_set::neuroshard20);
+  const auto model = embplan::learn::import_neuroshard(state_dict_path(), options());
+  CHECK(model.metadata().features == embplan::feature_set::neuroshard20);
   CHECK(model.metadata().meter == "cuda-2080ti");
   CHECK(model.metadata().batch_size == 65536);
   CHECK(model.network().table_features() == 20);
@@ -135,10 +135,10 @@ TEST_CASE("import_neuroshard: bad checkpoints and options name the tensor or fie
   temp_dir dir;
   const auto base = embplan::io::read_safetensors(state_dict_path());
   const auto import = [&](const embplan::io::safetensors_file& f,
-                          const embplan::cost::neuroshard_import_options& o = options()) {
+                          const embplan::learn::neuroshard_import_options& o = options()) {
     const auto path = dir.path / "ckpt.safetensors";
     embplan::io::write_safetensors(path, f);
-    return message_of([&] { (void)embplan::cost::import_neuroshard(path, o); });
+    return message_of([&] { (void)embplan::learn::import_neuroshard(path, o); });
   };
   {  // a missing bias
     auto f = base;
@@ -242,8 +242,8 @@ fs::path comm_backward_path() {
 
 // The forward file holds its normalisation (CommCostModel.save's dict); the
 // backward one is a bare state_dict, so the caller gives it.
-embplan::cost::neuroshard_comm_import_options comm_options() {
-  embplan::cost::neuroshard_comm_import_options o;
+embplan::learn::neuroshard_comm_import_options comm_options() {
+  embplan::learn::neuroshard_comm_import_options o;
   o.backward_means = comm_values("backward.feature_means");
   o.backward_stds = comm_values("backward.feature_stds");
   o.meter = "nccl-2080ti";
@@ -256,8 +256,8 @@ constexpr std::size_t comm_devices = 4;
 }  // namespace
 
 TEST_CASE("import_neuroshard_comm: raw CommCostNet checkpoints price all-to-alls as PyTorch does") {
-  const auto comm = embplan::cost::import_neuroshard_comm(comm_forward_path(), comm_backward_path(),
-                                                          comm_options());
+  const auto comm = embplan::learn::import_neuroshard_comm(comm_forward_path(),
+                                                           comm_backward_path(), comm_options());
   CHECK(comm.devices() == comm_devices);
   CHECK(comm.metadata().meter == "nccl-2080ti");
   CHECK(comm.metadata().batch_size == 65536);
@@ -325,10 +325,10 @@ TEST_CASE("import_neuroshard_comm: the imported pair prices a plan as NeuroShard
   // ShardingSimulator.get_final_cost: per device compute + backward comm +
   // forward comm, the forward net reading the dim sums and then the sleep
   // times (compute + backward comm minus their minimum); the max over devices.
-  const auto comm = embplan::cost::import_neuroshard_comm(comm_forward_path(), comm_backward_path(),
-                                                          comm_options());
+  const auto comm = embplan::learn::import_neuroshard_comm(comm_forward_path(),
+                                                           comm_backward_path(), comm_options());
   const auto model =
-      embplan::cost::import_neuroshard(state_dict_path(), options()).with_communication(comm);
+      embplan::learn::import_neuroshard(state_dict_path(), options()).with_communication(comm);
   CHECK(model.communication_name() == "neural_comm");
   const auto [t, p] = golden_task();
   const auto cost = embplan::evaluate(t, p, model);
@@ -369,15 +369,15 @@ TEST_CASE("import_neuroshard_comm: bad checkpoints and options name the tensor o
   temp_dir dir;
   const auto forward = embplan::io::read_safetensors(comm_forward_path());
   const auto backward = embplan::io::read_safetensors(comm_backward_path());
-  const auto import = [&](const embplan::io::safetensors_file& f,
-                          const embplan::io::safetensors_file& b,
-                          const embplan::cost::neuroshard_comm_import_options& o = comm_options()) {
-    const auto fp = dir.path / "forward.safetensors";
-    const auto bp = dir.path / "backward.safetensors";
-    embplan::io::write_safetensors(fp, f);
-    embplan::io::write_safetensors(bp, b);
-    return message_of([&] { (void)embplan::cost::import_neuroshard_comm(fp, bp, o); });
-  };
+  const auto import =
+      [&](const embplan::io::safetensors_file& f, const embplan::io::safetensors_file& b,
+          const embplan::learn::neuroshard_comm_import_options& o = comm_options()) {
+        const auto fp = dir.path / "forward.safetensors";
+        const auto bp = dir.path / "backward.safetensors";
+        embplan::io::write_safetensors(fp, f);
+        embplan::io::write_safetensors(bp, b);
+        return message_of([&] { (void)embplan::learn::import_neuroshard_comm(fp, bp, o); });
+      };
   CHECK(import(forward, backward) == "no error");
   {  // the two files swapped: the "forward" net reads 4 features, not 8
     auto o = comm_options();

@@ -1,6 +1,6 @@
-// Reading `embplan collect` records (cost/train.hpp, cost/train_comm.hpp):
+// Reading `embplan collect` records (learn/train.hpp, learn/train_comm.hpp):
 // every key the collector writes is read, any other key is an error naming it.
-#include "embplan/cost/train.hpp"
+#include "embplan/learn/train.hpp"
 
 #include <doctest/doctest.h>
 
@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "embplan/cost/train_comm.hpp"
 #include "embplan/data/synthetic_pool.hpp"
+#include "embplan/learn/train_comm.hpp"
 #include "embplan/meter/collect.hpp"
 #include "support/message_of.hpp"
 
@@ -68,7 +68,7 @@ const std::string comm_line =
 TEST_CASE("compute records: every key collect writes is read, an unknown key is refused") {
   {
     const scratch_file f({compute_line});
-    const auto records = embplan::cost::read_compute_records(f.path);
+    const auto records = embplan::learn::read_compute_records(f.path);
     REQUIRE(records.size() == 1);
     CHECK(records[0].total_ms == 2.0);
   }
@@ -85,7 +85,7 @@ TEST_CASE("compute records: every key collect writes is read, an unknown key is 
     auto record = embplan::meter::compute_record(sample, m, "cpu", 256);
     record["reference_ms"] = 0.5;
     const scratch_file f({record.dump()});
-    const auto records = embplan::cost::read_compute_records(f.path);
+    const auto records = embplan::learn::read_compute_records(f.path);
     REQUIRE(records.size() == 1);
     CHECK(records[0].id == 3);
     CHECK(records[0].tables.size() == sample.tables.size());
@@ -94,7 +94,7 @@ TEST_CASE("compute records: every key collect writes is read, an unknown key is 
   std::string line = compute_line;
   line.insert(1, R"("weight":1.5,)");
   const scratch_file f({compute_line, line});
-  const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.path); });
+  const auto msg = message_of([&] { (void)embplan::learn::read_compute_records(f.path); });
   CHECK(contains(msg, "field '" + f.path.string() + ":2.weight' = 1.5: expected a known key"));
   CHECK(contains(msg,
                  "one of \"id\", \"tables\", \"dims\", \"forward_ms\", \"backward_ms\", "
@@ -104,14 +104,14 @@ TEST_CASE("compute records: every key collect writes is read, an unknown key is 
   line = compute_line;
   line.insert(1, R"("total_msec":2,)");
   const scratch_file near({line});
-  CHECK(contains(message_of([&] { (void)embplan::cost::read_compute_records(near.path); }),
+  CHECK(contains(message_of([&] { (void)embplan::learn::read_compute_records(near.path); }),
                  ":1.total_msec' = 2: expected a known key (did you mean \"total_ms\"?)"));
 }
 
 TEST_CASE("comm records: every key collect writes is read, an unknown key is refused") {
   {
     const scratch_file f({comm_line});
-    const auto records = embplan::cost::read_comm_records(f.path);
+    const auto records = embplan::learn::read_comm_records(f.path);
     REQUIRE(records.size() == 1);
     CHECK(records[0].dim_sum.size() == 2);
   }
@@ -123,7 +123,7 @@ TEST_CASE("comm records: every key collect writes is read, an unknown key is ref
     const auto sample = embplan::meter::make_placement_sample(pool, augmented, {}, 5);
     const auto costs = embplan::meter::analytic_comm(sample, 1024);
     const scratch_file f({embplan::meter::comm_record(sample, costs, "analytic", 1024).dump()});
-    const auto records = embplan::cost::read_comm_records(f.path);
+    const auto records = embplan::learn::read_comm_records(f.path);
     REQUIRE(records.size() == 1);
     CHECK(records[0].id == 5);
     CHECK(records[0].dim_sum == sample.dim_sum);
@@ -132,7 +132,7 @@ TEST_CASE("comm records: every key collect writes is read, an unknown key is ref
   std::string line = comm_line;
   line.insert(1, R"("start_time_ms":[0,1],)");
   const scratch_file f({line});
-  const auto msg = message_of([&] { (void)embplan::cost::read_comm_records(f.path); });
+  const auto msg = message_of([&] { (void)embplan::learn::read_comm_records(f.path); });
   CHECK(contains(msg, "field '" + f.path.string() +
                           ":1.start_time_ms' = [0,1]: expected a known key (did you mean "
                           "\"start_ms\"?)"));
@@ -144,9 +144,9 @@ TEST_CASE("the bundled cost records still load") {
   for (const char* name : {"cpu_compute_train_half.jsonl", "cpu_compute_test_half.jsonl",
                            "gpu_compute_train_half.jsonl", "gpu_compute_test_half.jsonl"}) {
     CAPTURE(name);
-    CHECK(embplan::cost::read_compute_records(dir / name).size() >= 200);
+    CHECK(embplan::learn::read_compute_records(dir / name).size() >= 200);
   }
-  CHECK(embplan::cost::read_comm_records(dir / "cpu_comm_4dev.jsonl").size() == 1000);
+  CHECK(embplan::learn::read_comm_records(dir / "cpu_comm_4dev.jsonl").size() == 1000);
 }
 
 TEST_CASE("compute records: numbers out of range name the file:line, the field and the value") {
@@ -180,15 +180,15 @@ TEST_CASE("compute records: numbers out of range name the file:line, the field a
     CAPTURE(c.key);
     CAPTURE(c.value);
     const scratch_file f({with(compute_line, c.key, c.value)});
-    const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.path); });
+    const auto msg = message_of([&] { (void)embplan::learn::read_compute_records(f.path); });
     CHECK(contains(msg, "field '" + f.path.string() + ":1." + c.shown));
   }
   // The audit's line, as written.
   const scratch_file f({compute_line, R"({"dims":[1e32],"id":5,"tables":[]})"});
-  CHECK(contains(message_of([&] { (void)embplan::cost::read_compute_records(f.path); }),
+  CHECK(contains(message_of([&] { (void)embplan::learn::read_compute_records(f.path); }),
                  ":2.dims[0]' = 1e+32: expected an integer below 2^63"));
   const scratch_file missing({R"({"id":5,"tables":[1],"dims":[4]})"});
-  CHECK(contains(message_of([&] { (void)embplan::cost::read_compute_records(missing.path); }),
+  CHECK(contains(message_of([&] { (void)embplan::learn::read_compute_records(missing.path); }),
                  ":1.forward_ms' is missing: expected a time in ms"));
 }
 
@@ -213,7 +213,7 @@ TEST_CASE("comm records: numbers out of range name the file:line, the field and 
     CAPTURE(c.key);
     CAPTURE(c.value);
     const scratch_file f({with(comm_line, c.key, c.value)});
-    const auto msg = message_of([&] { (void)embplan::cost::read_comm_records(f.path); });
+    const auto msg = message_of([&] { (void)embplan::learn::read_comm_records(f.path); });
     CHECK(contains(msg, "field '" + f.path.string() + ":1." + c.shown));
   }
 }
@@ -222,10 +222,10 @@ TEST_CASE("records: deeply nested lines are refused at the depth limit, not a st
   const std::size_t depth = 100'000;
   const std::string deep = std::string(depth, '[') + std::string(depth, ']');
   const scratch_file f({compute_line, deep, R"({"id": )" + deep + "}"});
-  const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.path); });
+  const auto msg = message_of([&] { (void)embplan::learn::read_compute_records(f.path); });
   CHECK(contains(msg, f.path.string() + ":2: JSON nested deeper than 128 levels at byte 129"));
   const scratch_file g({R"({"dim_sum": )" + deep + "}"});
-  CHECK(contains(message_of([&] { (void)embplan::cost::read_comm_records(g.path); }),
+  CHECK(contains(message_of([&] { (void)embplan::learn::read_comm_records(g.path); }),
                  ":1: JSON nested deeper than 128 levels at byte 140"));
 }
 
@@ -233,14 +233,14 @@ TEST_CASE("records: special files and directories are refused, naming the path")
   // /dev/zero was one endless line; an empty device read as "0 records".
   for (const std::string special : {"/dev/zero", "/dev/null"}) {
     if (!fs::exists(special)) continue;
-    const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(special); });
+    const auto msg = message_of([&] { (void)embplan::learn::read_compute_records(special); });
     CHECK(contains(msg, "field 'file' = \"" + special + "\""));
     CHECK(contains(msg, "a compute records file; a device, pipe or socket is not a regular file"));
-    CHECK(contains(message_of([&] { (void)embplan::cost::read_comm_records(special); }),
+    CHECK(contains(message_of([&] { (void)embplan::learn::read_comm_records(special); }),
                    "a comm records file; a device, pipe or socket is not a regular file"));
   }
   const scratch_file f({compute_line});
-  const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.dir); });
+  const auto msg = message_of([&] { (void)embplan::learn::read_compute_records(f.dir); });
   CHECK(contains(msg, "field 'file' = \"" + f.dir.string() + "\""));
   CHECK(contains(msg, "a directory is not a regular file"));
 }
@@ -248,7 +248,7 @@ TEST_CASE("records: special files and directories are refused, naming the path")
 TEST_CASE("records: a binary line is shown escaped, never as raw bytes") {
   const std::string binary{"\x01\x02PK\x03\x04\x7f\xff", 8};
   const scratch_file f({binary});
-  const auto msg = message_of([&] { (void)embplan::cost::read_compute_records(f.path); });
+  const auto msg = message_of([&] { (void)embplan::learn::read_compute_records(f.path); });
   CHECK(contains(msg, R"("\x01\x02PK\x03\x04\x7f\xff")"));
   for (const char c : msg)
     CHECK((static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f));

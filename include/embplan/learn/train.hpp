@@ -36,7 +36,7 @@
 #include "embplan/nn/normalizer.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::cost {
+namespace embplan::inline EMBPLAN_ABI::learn {
 
 // One compute record of `embplan collect compute` (docs/measuring.md, cost
 // data).
@@ -62,27 +62,27 @@ inline constexpr std::string_view compute_record_keys[] = {
 }  // namespace detail
 
 inline std::vector<compute_record> read_compute_records(const std::filesystem::path& path) {
-  return detail::read_json_lines<compute_record>(
+  return cost::detail::read_json_lines<compute_record>(
       path, "compute record", detail::compute_record_keys,
       [](const nlohmann::json& j, const std::string& where) {
         compute_record r;
         constexpr auto int64_max = std::numeric_limits<std::int64_t>::max();
-        r.id = detail::record_int(j, "id", where, 0, int64_max, "a non-negative integer");
-        for (const auto t : detail::record_ints(j, "tables", where, 0, int64_max,
-                                                "a non-negative integer (a pool index)")) {
+        r.id = cost::detail::record_int(j, "id", where, 0, int64_max, "a non-negative integer");
+        for (const auto t : cost::detail::record_ints(j, "tables", where, 0, int64_max,
+                                                      "a non-negative integer (a pool index)")) {
           r.tables.push_back(static_cast<std::size_t>(t));
         }
-        for (const auto d :
-             detail::record_ints(j, "dims", where, 1, std::numeric_limits<std::int32_t>::max(),
-                                 "a positive 32-bit integer")) {
+        for (const auto d : cost::detail::record_ints(j, "dims", where, 1,
+                                                      std::numeric_limits<std::int32_t>::max(),
+                                                      "a positive 32-bit integer")) {
           r.dims.push_back(static_cast<std::int32_t>(d));
         }
-        r.forward_ms = detail::record_time(j, "forward_ms", where);
-        r.backward_ms = detail::record_time(j, "backward_ms", where);
-        r.total_ms = detail::record_time(j, "total_ms", where, true);
+        r.forward_ms = cost::detail::record_time(j, "forward_ms", where);
+        r.backward_ms = cost::detail::record_time(j, "backward_ms", where);
+        r.total_ms = cost::detail::record_time(j, "total_ms", where, true);
         r.batch_size =
-            detail::record_int(j, "batch_size", where, 1, int64_max, "a positive integer");
-        r.meter = detail::record_string(j, "meter", where);
+            cost::detail::record_int(j, "batch_size", where, 1, int64_max, "a positive integer");
+        r.meter = cost::detail::record_string(j, "meter", where);
         if (r.tables.size() != r.dims.size() || r.tables.empty()) {
           embplan::detail::fail(where + ".dims", r.dims.size(),
                                 "one dim per table (" + std::to_string(r.tables.size()) + ")");
@@ -378,4 +378,4 @@ inline std::pair<nn::compute_cost_net, train_report> train_compute_model(
   return {best, report};
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::cost
+}  // namespace embplan::inline EMBPLAN_ABI::learn

@@ -4,7 +4,7 @@
 // forward  [dim sums, start skews] -> per-device forward all-to-all ms,
 // backward [dim sums]              -> per-device backward all-to-all ms,
 // MLP 128-64-32-16 with one output per device, as the compute model is
-// trained (cost/train.hpp): one 80/10/10 split of the records for both models,
+// trained (learn/train.hpp): one 80/10/10 split of the records for both models,
 // features normalised with the training split's statistics, MSE over all
 // outputs, Adam (lr 1e-3), mini-batches of 512, the best validation epoch
 // kept. Reports MSE, MAPE and R² of each model on each split (over all
@@ -30,8 +30,8 @@
 #include "embplan/core/random.hpp"
 #include "embplan/cost/detail/json_lines.hpp"
 #include "embplan/cost/neural_comm.hpp"
-#include "embplan/cost/train.hpp"
 #include "embplan/data/split.hpp"
+#include "embplan/learn/train.hpp"
 #include "embplan/nn/adam.hpp"
 #include "embplan/nn/loss.hpp"
 #include "embplan/nn/minibatch.hpp"
@@ -39,7 +39,7 @@
 #include "embplan/nn/paper_models.hpp"
 #include "embplan/version.hpp"
 
-namespace embplan::inline EMBPLAN_ABI::cost {
+namespace embplan::inline EMBPLAN_ABI::learn {
 
 // One record of `embplan collect comm` (docs/measuring.md, cost data).
 struct comm_record {
@@ -64,20 +64,20 @@ inline constexpr std::string_view comm_record_keys[] = {
 }  // namespace detail
 
 inline std::vector<comm_record> read_comm_records(const std::filesystem::path& path) {
-  return detail::read_json_lines<comm_record>(
+  return cost::detail::read_json_lines<comm_record>(
       path, "comm record", detail::comm_record_keys,
       [](const nlohmann::json& j, const std::string& where) {
         comm_record r;
         constexpr auto int64_max = std::numeric_limits<std::int64_t>::max();
-        r.id = detail::record_int(j, "id", where, 0, int64_max, "a non-negative integer");
+        r.id = cost::detail::record_int(j, "id", where, 0, int64_max, "a non-negative integer");
         r.dim_sum =
-            detail::record_ints(j, "dim_sum", where, 0, int64_max, "a non-negative dim sum");
-        r.start_ms = detail::record_times(j, "start_ms", where);
-        r.forward_ms = detail::record_times(j, "forward_ms", where);
-        r.backward_ms = detail::record_times(j, "backward_ms", where);
+            cost::detail::record_ints(j, "dim_sum", where, 0, int64_max, "a non-negative dim sum");
+        r.start_ms = cost::detail::record_times(j, "start_ms", where);
+        r.forward_ms = cost::detail::record_times(j, "forward_ms", where);
+        r.backward_ms = cost::detail::record_times(j, "backward_ms", where);
         r.batch_size =
-            detail::record_int(j, "batch_size", where, 1, int64_max, "a positive integer");
-        r.meter = detail::record_string(j, "meter", where);
+            cost::detail::record_int(j, "batch_size", where, 1, int64_max, "a positive integer");
+        r.meter = cost::detail::record_string(j, "meter", where);
         const std::size_t n = r.dim_sum.size();
         if (n == 0) embplan::detail::fail(where + ".dim_sum", "[]", "one dim sum per device");
         const auto same = [&](const char* key, std::size_t got) {
@@ -160,8 +160,8 @@ inline comm_data comm_data_of(std::span<const comm_record> records, std::size_t 
   out.backward_y.resize(rows, n);
   for (Eigen::Index r = 0; r < rows; ++r) {
     const auto& rec = records[static_cast<std::size_t>(r)];
-    comm_forward_features(rec.dim_sum, rec.start_ms, 1.0, out.forward_x.row(r));
-    comm_backward_features(rec.dim_sum, 1.0, out.backward_x.row(r));
+    cost::detail::comm_forward_features(rec.dim_sum, rec.start_ms, 1.0, out.forward_x.row(r));
+    cost::detail::comm_backward_features(rec.dim_sum, 1.0, out.backward_x.row(r));
     for (Eigen::Index d = 0; d < n; ++d) {
       out.forward_y(r, d) = static_cast<float>(rec.forward_ms[static_cast<std::size_t>(d)]);
       out.backward_y(r, d) = static_cast<float>(rec.backward_ms[static_cast<std::size_t>(d)]);
@@ -332,4 +332,4 @@ inline trained_comm train_comm_models(std::span<const comm_record> records,
   return out;
 }
 
-}  // namespace embplan::inline EMBPLAN_ABI::cost
+}  // namespace embplan::inline EMBPLAN_ABI::learn
