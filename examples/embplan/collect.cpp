@@ -53,6 +53,7 @@ command add_collect(CLI::App& app) {
   add_real_option(sub, "--max-start-ms", a->max_start_ms, "comm: start times in [0, this]", 0, 1e6)
       ->capture_default_str();
   add_memory_option(sub, a->memory_gib);
+  add_flush_option(sub, a->flush_mib, "compute: ");
   sub->add_flag("--reference", a->reference,
                 "compute: pair every timed run with a fixed reference shard and scale by it "
                 "(cancels a shared machine's slow and fast spells)");

@@ -51,6 +51,7 @@ struct collect_args {
   double memory_gib = 4.0;
   std::int64_t batch_size = 4096;
   std::int64_t max_weight_mib = 256;  // compute: weights materialised per sample
+  std::int64_t flush_mib = 0;         // compute: the CPU meter's cache-flush buffer (0: 2 x LLC)
   int warmup = embplan::meter::protocol_options{}.warmup;
   int runs = embplan::meter::protocol_options{}.runs;
   int drop = embplan::meter::protocol_options{}.drop;
@@ -124,6 +125,10 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
     embplan::detail::fail("collect.reference", true,
                           "off for comm samples (the drift reference scales the compute meter)");
   }
+  if (a.flush_mib != 0 && a.kind != "compute") {
+    embplan::detail::fail("collect.flush_mib", a.flush_mib,
+                          "0 for comm samples (it sizes the compute meter's cache flush)");
+  }
   const bool mpi_comm = a.kind == "comm" && w.size() > 1;
   if (mpi_comm && o.devices != w.size()) {
     embplan::detail::fail(
@@ -186,6 +191,7 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
     eb::meter_options mo{.batch_size = a.batch_size,
                          .protocol = protocol,
                          .max_weight_bytes = static_cast<std::uint64_t>(a.max_weight_mib) << 20,
+                         .flush_bytes = flush_bytes_of(a.flush_mib),
                          .reference = reference,
                          .reference_ms = a.reference_ms};
     if (reference && mo.reference_ms == 0.0) {

@@ -182,6 +182,10 @@ void check_meter(const meter_args& m, bool dreamshard) {
     embplan::detail::fail("--meter", m.name,
                           "\"measured\" with --meter-batch (the CPU meter's batch)");
   }
+  if (m.flush_mib != 0 && m.name != "measured") {
+    embplan::detail::fail("--meter", m.name,
+                          "\"measured\" with --flush-mib (the CPU meter's cache flush)");
+  }
 }
 
 std::int64_t measured_batch(const meter_args& m, const planning_model& pm) {
@@ -211,6 +215,7 @@ meter_choice meter_of(const meter_args& m, const planning_model& pm, const progr
   if (m.name == "measured") {
     embplan::meter::cpu_meter_cost meter;
     meter.options.batch_size = measured_batch(m, pm);
+    meter.options.flush_bytes = flush_bytes_of(m.flush_mib);
     const std::string text = std::string(measured_meter_text) + "; " +
                              std::to_string(meter.options.batch_size) +
                              " bags per table per run, times scaled to the task's batch";

@@ -45,6 +45,7 @@ command add_observe(CLI::App& app) {
   add_int_option(sub, "--max-weight-mib", a->max_weight_mib,
                  "largest shard materialised, MiB (rows scaled down to fit)", 1, 1 << 20)
       ->capture_default_str();
+  add_flush_option(sub, a->flush_mib, "");
   return {sub, [a] { return run_observe(*a); }};
 }
 

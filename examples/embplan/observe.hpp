@@ -45,6 +45,7 @@ struct observe_args {
   double reference_ms = 0.0;   // the drift-reference rows' scale (0: each meter measures it)
   bool separate = false;       // CPU: also time forward and backward alone ((1) splits by part)
   std::int64_t max_weight_mib = 1536;  // CPU: largest shard materialised (10M x 32 fp32 fits)
+  std::int64_t flush_mib = 0;          // CPU: the cache-flush buffer (0: twice the LLC)
   bool quiet = false;                  // no progress line
 };
 
@@ -118,6 +119,7 @@ inline int run_repeatability(const observe_args& a) {
         eb::meter_options{.batch_size = a.batch_size,
                           .seed = a.seed,
                           .protocol = {.warmup = a.warmup, .runs = a.runs, .drop = a.drop},
+                          .flush_bytes = flush_bytes_of(a.flush_mib),
                           .separate = false,
                           .clock = c.clock,
                           .repeats = c.repeats,
@@ -176,6 +178,7 @@ inline embplan::meter::meter_options observe_meter_options(const observe_args& a
           .seed = a.seed,
           .protocol = {.warmup = a.warmup, .runs = a.runs, .drop = a.drop},
           .max_weight_bytes = max_weight_bytes,
+          .flush_bytes = flush_bytes_of(a.flush_mib),
           .separate = separate};
 }
 

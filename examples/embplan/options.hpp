@@ -176,11 +176,32 @@ struct meter_args {
   // planning model's when a CPU meter measured its data, else the meter's
   // default (models.cpp, measured_batch).
   std::int64_t batch = 0;
+  // The measured meter's cache-flush buffer, MiB; 0: twice the last-level
+  // cache (meter_options::flush_bytes).
+  std::int64_t flush_mib = 0;
   // A meter of the program's own (embplan_gpu: "cuda"), taken by --meter
   // besides the four above; empty: none (models.hpp, program_meter).
   std::string own{};
   std::string own_help{};
 };
+
+// --flush-mib: the CPU meter's cache-flush buffer (meter_options::flush_bytes),
+// written before every timed run; `scope` says when it applies ("--meter
+// measured: ").
+inline void add_flush_option(CLI::App* app, std::int64_t& flush_mib, const std::string& scope) {
+  add_int_option(app, "--flush-mib", flush_mib,
+                 scope +
+                     "the CPU meter's cache-flush buffer, written before every timed run, MiB "
+                     "(0: twice the last-level cache, AutoShard's protocol; less leaves part of "
+                     "the cache warm, for quick runs on a machine that reports a large cache)",
+                 0, 1 << 20)
+      ->capture_default_str();
+}
+
+// meter_options::flush_bytes of --flush-mib.
+inline std::uint64_t flush_bytes_of(std::int64_t flush_mib) {
+  return static_cast<std::uint64_t>(flush_mib) << 20;
+}
 
 inline void add_meter_options(CLI::App* app, meter_args& m, bool dreamshard = false) {
   app->add_option("--meter", m.name,
@@ -203,6 +224,7 @@ inline void add_meter_options(CLI::App* app, meter_args& m, bool dreamshard = fa
                  "batch; default: the --model's batch when the CPU meter measured its data, "
                  "so model and meter agree, else 4096)",
                  1, std::int64_t{1} << 24);
+  add_flush_option(app, m.flush_mib, "--meter measured: ");
 }
 
 // --quiet: no progress line (progress.hpp; shown only when stderr is a terminal).

@@ -506,6 +506,7 @@ int run_plan(const plan_args& a) {
   if (mpi) {
     embplan::meter::mpi::plan_meter_options o;
     o.compute.options.batch_size = measured_batch(a.meter, pm);
+    o.compute.options.flush_bytes = flush_bytes_of(a.meter.flush_mib);
     cost = embplan::meter::mpi::measure_plan(MPI_COMM_WORLD, t, result.placement, o);
     used_meter_text = std::string(measured_mpi_meter_text) + "; " +
                       std::to_string(o.compute.options.batch_size) +

@@ -101,6 +101,7 @@ meter_args library_meter_args(const train_args& a) {
   m.name = a.meter == "cpu" ? "measured" : "analytic";
   m.reference = a.reference;
   m.reference_ms = a.reference_ms;
+  m.flush_mib = a.meter == "cpu" ? a.flush_mib : 0;
   return m;
 }
 
@@ -112,6 +113,10 @@ void check_training_meter(const train_args& a, std::string_view kind) {
     embplan::detail::fail("--meter", a.meter,
                           a.own ? "\"cpu\", \"analytic\" or \"" + a.own->name + "\""
                                 : std::string("\"cpu\" or \"analytic\""));
+  }
+  if (a.flush_mib != 0 && a.meter != "cpu") {
+    embplan::detail::fail("--flush-mib", a.flush_mib,
+                          "0 unless --meter cpu (it sizes the CPU meter's cache flush)");
   }
   if (own && (a.reference || a.reference_ms > 0.0)) {
     embplan::detail::fail("--reference", true,
@@ -207,7 +212,10 @@ int run_train_dreamshard(const train_args& a, const world& w) {
         embplan::detail::fail("train dreamshard.rank", w.rank(),
                               "the placement of rank 0 (the ranks' training diverged)");
       }
-      return rl::dreamshard_measurement_of(embplan::meter::mpi::measure_plan(MPI_COMM_WORLD, t, p));
+      embplan::meter::mpi::plan_meter_options mo;
+      mo.compute.options.flush_bytes = flush_bytes_of(a.flush_mib);
+      return rl::dreamshard_measurement_of(
+          embplan::meter::mpi::measure_plan(MPI_COMM_WORLD, t, p, mo));
     }
 #endif
     return modelled(t, p);
@@ -474,6 +482,7 @@ command add_train(CLI::App& app, std::shared_ptr<const program_meter> own) {
                   "--meter cpu: the reference shard's time to scale to (implies "
                   "--reference; default: measured once at the start)",
                   0, 1e6);
+  add_flush_option(sub, a->flush_mib, "--meter cpu: ");
   add_int_option(sub, "--iterations", o.iterations, "dreamshard: training iterations", 1, 100000)
       ->capture_default_str();
   add_int_option(sub, "--collect", o.collect,

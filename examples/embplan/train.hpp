@@ -37,6 +37,7 @@ struct train_args {
   std::string meter = "cpu";  // cpu | analytic
   bool reference = false;     // the CPU meter's drift reference (models.hpp)
   double reference_ms = 0.0;
+  std::int64_t flush_mib = 0;  // the CPU meter's cache-flush buffer (0: twice the LLC)
   embplan::rl::dreamshard_train_options rl{};
   std::string checkpoint;  // written after every iteration (update)
   std::string resume;      // a checkpoint to continue from

@@ -21,7 +21,7 @@ using namespace embplan_cli_test;
 TEST_CASE("collect compute: JSON lines, resumable") {
   const auto out = scratch() / "compute.jsonl";
   fs::remove(out);
-  auto r = run("collect compute --samples 3" + quick_collect + out.string());
+  auto r = run("collect compute --samples 3" + quick_compute + out.string());
   REQUIRE(r.code == 0);
   CHECK(record_ids(out) == std::vector<std::int64_t>{0, 1, 2});
   std::ifstream in(out);
@@ -37,7 +37,8 @@ TEST_CASE("collect compute: JSON lines, resumable") {
 
   // A rerun asking for 5 measures only ids 3 and 4.
   r =
-      run("collect compute --samples 5 --batch-size 32 --max-weight-mib 8 --warmup 1 --runs 3 "
+      run("collect compute --samples 5 --flush-mib 8 --batch-size 32 --max-weight-mib 8 --warmup 1 "
+          "--runs 3 "
           "--drop 1 --out " +
           out.string());
   REQUIRE(r.code == 0);
@@ -51,7 +52,7 @@ TEST_CASE("collect compute: JSON lines, resumable") {
 TEST_CASE("collect compute --reference: every record scaled to one reference time, recorded") {
   const auto out = scratch() / "compute-reference.jsonl";
   fs::remove(out);
-  auto r = run("collect compute --samples 2 --reference-ms 2.5" + quick_collect + out.string());
+  auto r = run("collect compute --samples 2 --reference-ms 2.5" + quick_compute + out.string());
   INFO(r.err);
   REQUIRE(r.code == 0);
   std::ifstream in(out);
@@ -69,7 +70,8 @@ TEST_CASE("collect compute --reference: every record scaled to one reference tim
   const auto calibrated = scratch() / "compute-calibrated.jsonl";
   fs::remove(calibrated);
   r =
-      run("collect compute --samples 2 --reference --batch-size 32 --max-weight-mib 8 --warmup 1 "
+      run("collect compute --samples 2 --reference --flush-mib 8 --batch-size 32 --max-weight-mib "
+          "8 --warmup 1 "
           "--runs 3 --drop 1 --out " +
           calibrated.string());
   INFO(r.err);
@@ -89,6 +91,10 @@ TEST_CASE("--reference: bad input names the flag or field and the value") {
   CHECK(r.code == 2);
   CHECK(r.err.find("collect.reference") != std::string::npos);
   CHECK(r.err.find("true") != std::string::npos);
+  r = run("collect comm --flush-mib 8 --samples 1 --out " + (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("collect.flush_mib") != std::string::npos);
+  CHECK(r.err.find("8") != std::string::npos);
   r = run("collect compute --reference-ms -1 --samples 1 --out " +
           (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
@@ -149,7 +155,7 @@ TEST_CASE(
     "collect under mpirun -np 2: ranks share the samples, rank 0 writes, all-to-all measured") {
   const auto out = scratch() / "mpi-compute.jsonl";
   fs::remove(out);
-  auto r = run_mpi(2, "collect compute --samples 5" + quick_collect + out.string());
+  auto r = run_mpi(2, "collect compute --samples 5" + quick_compute + out.string());
   INFO(r.err);
   REQUIRE(r.code == 0);
   auto ids = record_ids(out);
@@ -158,7 +164,7 @@ TEST_CASE(
   // The same samples as one process would make: same tables and dims.
   const auto single = scratch() / "single-compute.jsonl";
   fs::remove(single);
-  REQUIRE(run("collect compute --samples 5" + quick_collect + single.string()).code == 0);
+  REQUIRE(run("collect compute --samples 5" + quick_compute + single.string()).code == 0);
   std::ifstream a(out);
   std::ifstream b(single);
   std::map<std::int64_t, nlohmann::json> by_id;
@@ -174,7 +180,7 @@ TEST_CASE(
   // --reference: rank 0 measures the reference once; both ranks scale to it.
   const auto referenced = scratch() / "mpi-compute-reference.jsonl";
   fs::remove(referenced);
-  r = run_mpi(2, "collect compute --samples 4 --reference" + quick_collect + referenced.string());
+  r = run_mpi(2, "collect compute --samples 4 --reference" + quick_compute + referenced.string());
   INFO(r.err);
   REQUIRE(r.code == 0);
   std::ifstream rf(referenced);

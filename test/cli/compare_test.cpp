@@ -338,7 +338,7 @@ TEST_CASE("compare: per-task cost ratios to a baseline, with a 95% interval; int
   // The measured meter, two interleaved rounds per plan (tiny tasks).
   r = run(
       "compare --devices 2 --max-dim 16 --tables 3 --count 2 --meter measured --rounds 2 --quiet "
-      "--planners random,torchrec --json " +
+      "--flush-mib 8 --planners random,torchrec --json " +
       json.string());
   REQUIRE(r.code == 0);
   CHECK(r.out.find("measured 2 times, interleaved") != std::string::npos);

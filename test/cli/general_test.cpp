@@ -94,7 +94,9 @@ TEST_CASE(
             (scratch() / "quiet-comm.safetensors").string() + quiet);
     CHECK(c.code == 0);
     CHECK(c.err.empty());
-    c = run("observe --repeatability --repeats 2 --batch-size 16 --warmup 0 --runs 3 --drop 1" +
+    c =
+        run("observe --repeatability --flush-mib 8 --repeats 2 --batch-size 16 --warmup 0 --runs 3 "
+            "--drop 1" +
             quiet);
     CHECK(c.code == 0);
     CHECK(c.err.empty());

@@ -10,7 +10,8 @@ using namespace embplan_cli_test;
 
 TEST_CASE("observe: the four observations on small shards; --separate splits (1) by part") {
   const std::string small =
-      "observe --sets 2 --tables-per-set 2 --halves 1 --repeats 2 --batch-size 16 --warmup 0 "
+      "observe --flush-mib 8 --sets 2 --tables-per-set 2 --halves 1 --repeats 2 --batch-size 16 "
+      "--warmup 0 "
       "--runs 3 --drop 1 --max-weight-mib 4";
   const auto plain = run(small);
   INFO(plain.err);
@@ -28,7 +29,8 @@ TEST_CASE("observe: the four observations on small shards; --separate splits (1)
 
 TEST_CASE("observe --repeatability: the CV of repeated measurements under six configurations") {
   const auto r =
-      run("observe --repeatability --repeats 2 --batch-size 32 --warmup 0 --runs 3 --drop 1");
+      run("observe --repeatability --flush-mib 8 --repeats 2 --batch-size 32 --warmup 0 --runs 3 "
+          "--drop 1");
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("2 measurements per configuration") != std::string::npos);
@@ -40,7 +42,8 @@ TEST_CASE("observe --repeatability: the CV of repeated measurements under six co
   CHECK(r.out.find("(measured by the meter at its start)") != std::string::npos);
   CHECK(r.out.find("(1)") == std::string::npos);  // only the repeatability, not the observations
   const auto given =
-      run("observe --repeatability --repeats 2 --batch-size 32 --warmup 0 --runs 3 --drop 1 "
+      run("observe --repeatability --flush-mib 8 --repeats 2 --batch-size 32 --warmup 0 --runs 3 "
+          "--drop 1 "
           "--reference-ms 4.25");
   INFO(given.err);
   REQUIRE(given.code == 0);

@@ -85,7 +85,7 @@ TEST_CASE("an infeasible task names the table that does not fit") {
 TEST_CASE("plan --meter measured --reference-ms: the plan measured on the scaled meter") {
   const auto task = small_measured_task("reference-plan-task.json");
   const auto r = run("plan --task " + task.string() +
-                     " --planner lookup_greedy --meter measured --reference-ms 1.5");
+                     " --planner lookup_greedy --meter measured --reference-ms 1.5" + small_flush);
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("drift reference") != std::string::npos);
@@ -95,7 +95,8 @@ TEST_CASE("plan --meter measured --reference-ms: the plan measured on the scaled
 
 TEST_CASE("plan --meter measured: the meter's batch follows a CPU-meter model, or --meter-batch") {
   const auto task = small_measured_task("meter-batch-task.json");
-  const std::string plan = "plan --task " + task.string() + " --planner lookup_greedy";
+  const std::string plan =
+      "plan --task " + task.string() + " --planner lookup_greedy" + small_flush;
   // The bundled CPU model learned the CPU meter at 1,024 bags per table.
   auto r = run(plan + " --meter measured");
   INFO(r.err);
@@ -119,6 +120,17 @@ TEST_CASE("plan --meter measured: the meter's batch follows a CPU-meter model, o
   CHECK(r.code == 2);
   CHECK(r.err.find("--meter-batch") != std::string::npos);
   CHECK(r.err.find("0") != std::string::npos);
+  // --flush-mib sizes the measured meter's cache flush: with another meter, or
+  // out of range, refused naming it.
+  r = run(plan + " --meter analytic");
+  CHECK(r.code == 2);
+  CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("analytic") != std::string::npos);
+  CHECK(r.err.find("--flush-mib") != std::string::npos);
+  check_refused("plan --task " + task.string() + " --meter measured --flush-mib -1",
+                {"--flush-mib", "-1"});
+  check_refused("plan --task " + task.string() + " --meter measured --flush-mib 2097152",
+                {"--flush-mib", "2097152"});
 }
 
 #if defined(EMBPLAN_MPIEXEC)
@@ -129,7 +141,8 @@ TEST_CASE("plan --meter measured under mpirun -np 2: a real all-to-all, rank 0 r
                              {"name": "b", "rows": 3000, "dim": 32, "pooling_factor": 2},
                              {"name": "c", "rows": 1000, "dim": 8, "pooling_factor": 6}],
                   "cluster": {"count": 2, "device": {"memory_gib": 1}}})");
-  auto r = run_mpi(2, "plan --task " + task.string() + " --planner lookup_greedy --meter measured");
+  auto r = run_mpi(2, "plan --task " + task.string() + " --planner lookup_greedy --meter measured" +
+                          small_flush);
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("MPI_Alltoallv") != std::string::npos);
@@ -945,8 +958,8 @@ TEST_CASE("plan --planner portfolio says which member's plan it kept") {
   const auto cj = nlohmann::json::parse(slurp(scratch() / "pf-compare.json"));
   const auto& rows = cj.at("settings").at(0).at("planners");
   std::size_t counted = 0;
-  for (const auto& [member, count] : rows.at(0).at("made_by").items()) {
-    CHECK(member.starts_with("#"));
+  for (const auto& [label, count] : rows.at(0).at("made_by").items()) {
+    CHECK(label.starts_with("#"));
     counted += count.get<std::size_t>();
   }
   CHECK(counted == 3);

@@ -189,8 +189,8 @@ TEST_CASE("train dreamshard on the CPU meter names the communication once") {
   // training line names it once, after the meter.
   const auto policy = scratch() / "dreamshard-cpu-policy.safetensors";
   const auto r = run("train dreamshard --tasks " + dreamshard_tasks().string() +
-                     " --meter cpu --iterations 1 --collect 2 --cost-steps 2 --cost-batch 2 "
-                     "--rl-steps 1 --episodes 2 --quiet --out " +
+                     " --meter cpu --flush-mib 8 --iterations 1 --collect 2 --cost-steps 2 "
+                     "--cost-batch 2 --rl-steps 1 --episodes 2 --quiet --out " +
                      policy.string());
   INFO(r.out);
   INFO(r.err);
@@ -236,6 +236,9 @@ TEST_CASE("train dreamshard and --policy: bad input names the flag or field and 
   check_refused("train dreamshard --tasks " + tasks + " --iterations 0 --out " + out,
                 {"--iterations", "0"});
   check_refused("train dreamshard --tasks " + tasks + " --lr 0 --out " + out, {"--lr", "0"});
+  check_refused(
+      "train dreamshard --tasks " + tasks + " --meter analytic --flush-mib 8 --out " + out,
+      {"--flush-mib", "8"});
   check_refused("train dreamshard --tasks " + tasks + " --episodes -1 --out " + out,
                 {"--episodes", "-1"});
   check_refused("train dreamshard --tasks /nonexistent/tasks.json --out " + out,
@@ -417,8 +420,8 @@ TEST_CASE("train dreamshard under mpirun -np 2: communication measured, rank 0 w
   const auto checkpoint = scratch() / "mpi-dreamshard-ckpt.safetensors";
   fs::remove(policy);
   const std::string tiny =
-      " --meter cpu --iterations 2 --collect 2 --cost-steps 3 --cost-batch 4 --rl-steps 1 "
-      "--episodes 2 --quiet --seed 5";
+      " --meter cpu --flush-mib 8 --iterations 2 --collect 2 --cost-steps 3 --cost-batch 4 "
+      "--rl-steps 1 --episodes 2 --quiet --seed 5";
   auto r = run_mpi(2, "train dreamshard --tasks " + tasks.string() + tiny + " --checkpoint " +
                           checkpoint.string() + " --out " + policy.string());
   INFO(r.err);

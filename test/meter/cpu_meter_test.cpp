@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -88,6 +91,27 @@ TEST_CASE("measure_shard: bad input names the field and value") {
   msg = message_of([&] { (void)eb::measure_shard(tables, bad); });
   CHECK(msg.find("meter.repeats") != std::string::npos);
   CHECK(msg.find("0") != std::string::npos);
+  bad = quick;
+  bad.flush_bytes = 1000;
+  msg = message_of([&] { (void)eb::measure_shard(tables, bad); });
+  CHECK(msg.find("meter.flush_bytes") != std::string::npos);
+  CHECK(msg.find("1000") != std::string::npos);
+}
+
+TEST_CASE("shard_meter: the cache-flush buffer is flush_bytes, else twice the last-level cache") {
+  auto o = quick;
+  o.protocol.flush = true;
+  o.flush_bytes = std::uint64_t{3} << 20;
+  eb::shard_meter sized(o);
+  CHECK(sized.flush_buffer_bytes() == (std::size_t{3} << 20));
+  const std::vector<embplan::table_spec> tables{table(3000, 16, 4.0)};
+  CHECK(sized.measure(tables).total.mean_ms > 0.0);  // flushed before every run
+  o.flush_bytes = 0;
+  const eb::shard_meter automatic(o);
+  CHECK(automatic.flush_buffer_bytes() ==
+        std::max<std::size_t>(2 * eb::last_level_cache_bytes(), std::size_t{64} << 20));
+  o.protocol.flush = false;  // no flush, no buffer
+  CHECK(eb::shard_meter(o).flush_buffer_bytes() == 0);
 }
 
 TEST_CASE("shard_meter: thread CPU clock, and the median of repeated protocol means") {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,6 +58,13 @@ struct meter_options {
   protocol_options protocol{};
   kernel::pooling_mode pooling = kernel::pooling_mode::sum;
   std::uint64_t max_weight_bytes = std::uint64_t{256} << 20;  // per shard
+  // The cache-flush buffer written before every run when protocol.flush is
+  // on; 0: twice the last-level cache, 64 MiB when unknown (cache_flusher,
+  // AutoShard Alg. 2, line 2). A machine that reports a large last-level
+  // cache (a VM may report its host's: 480 MiB) then writes 960 MiB before
+  // each run, far more than a small shard takes; a size of one's own keeps
+  // the flush and bounds its cost.
+  std::uint64_t flush_bytes = 0;
   float learning_rate = 0.01f;
   // Also time forward and backward each by themselves (AutoShard times the
   // pair; NeuroShard's data needs the parts). Off: only `total` is measured.
@@ -94,6 +102,10 @@ inline void validate(const meter_options& o) {
     embplan::detail::fail("meter.max_weight_bytes", o.max_weight_bytes, "at least 1 MiB");
   }
   if (o.repeats < 1) embplan::detail::fail("meter.repeats", o.repeats, "a count >= 1");
+  if (o.flush_bytes != 0 && o.flush_bytes < (std::uint64_t{1} << 20)) {
+    embplan::detail::fail("meter.flush_bytes", o.flush_bytes,
+                          "0 (twice the last-level cache) or at least 1 MiB");
+  }
   if (!(o.reference_ms >= 0.0) || !std::isfinite(o.reference_ms)) {
     embplan::detail::fail("meter.reference_ms", o.reference_ms,
                           "a finite time >= 0 (0: measured by the meter)");
@@ -261,9 +273,14 @@ shard_measurement measure_parts(const meter_options& o, Protocol&& protocol, For
 // run does not pay page faults for every sample. One per thread.
 class shard_meter {
  public:
-  explicit shard_meter(const meter_options& o = {}) : options_(o) { validate(options_); }
+  explicit shard_meter(const meter_options& o = {}) : options_((validate(o), o)) {
+    if (options_.protocol.flush) flush_.emplace(static_cast<std::size_t>(options_.flush_bytes));
+  }
 
   const meter_options& options() const noexcept { return options_; }
+  // The cache-flush buffer's size (meter_options::flush_bytes, or its
+  // default); 0 without protocol.flush, where none is allocated.
+  std::size_t flush_buffer_bytes() const noexcept { return flush_ ? flush_->bytes() : 0; }
 
   // `seed` overrides options().seed for this measurement's index traces.
   shard_measurement measure(std::span<const table_spec> tables) {
@@ -312,7 +329,7 @@ class shard_meter {
     if (reference_->ms == 0.0) {
       // Calibration: the reference alone, the median of 5 protocol means.
       const auto before = [&] {
-        if (o.protocol.flush) flush_();
+        if (flush_) (*flush_)();
       };
       const auto run_reference = [&] { reference_run(); };
       const auto one = [&] {
@@ -373,7 +390,7 @@ class shard_meter {
                                                      o.learning_rate, workspace_);
     };
     const auto before = [&] {
-      if (o.protocol.flush) flush_();
+      if (flush_) (*flush_)();
     };
     const auto timed = [&](auto& timer, auto&& operation) {
       if (!o.reference) {
@@ -396,7 +413,7 @@ class shard_meter {
   }
 
   meter_options options_;
-  cache_flusher flush_;
+  std::optional<cache_flusher> flush_;  // engaged iff options_.protocol.flush
   kernel::cache_aligned_vector<float> weights_float_;
   kernel::cache_aligned_vector<kernel::half> weights_half_;
   std::vector<float> output_;
