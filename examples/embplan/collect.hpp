@@ -9,7 +9,9 @@
 // after each round rank 0 gathers the records and appends them to the file
 // (so an interrupted run loses at most one round). A rerun with the same
 // arguments skips the ids already on file.
-#include "world.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
+#if defined(EMBPLAN_WITH_MPI)
+#include "embplan/meter/mpi/alltoall.hpp"  // first: it picks MPI's C API
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -30,6 +32,7 @@
 
 #include "options.hpp"
 #include "progress.hpp"
+#include "world.hpp"
 
 namespace embplan_cli {
 

@@ -1,6 +1,8 @@
 // `embplan plan`: one task planned; which table (and which piece of it) went
 // to which device, and the per-device costs under the meter.
-#include "world.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
+#if defined(EMBPLAN_WITH_MPI)
+#include "embplan/meter/mpi/plan_meter.hpp"  // first: it picks MPI's C API
+#endif
 
 #include <CLI/CLI.hpp>
 
@@ -27,6 +29,7 @@
 #include "options.hpp"
 #include "planners.hpp"
 #include "text_table.hpp"
+#include "world.hpp"
 
 namespace embplan_cli {
 

@@ -16,8 +16,6 @@
 // device's shard, the all-to-alls run for real between the ranks, every rank
 // gets the same figures), so the ranks stay identical; rank 0 prints and
 // writes the files.
-#include "world.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
-
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -49,6 +47,7 @@
 #include "progress.hpp"
 #include "text_table.hpp"
 #include "train.hpp"
+#include "world.hpp"
 
 namespace embplan_cli {
 
@@ -201,7 +200,6 @@ int run_train_dreamshard(const train_args& a, const world& w) {
   const std::string comm_text = mpi ? dreamshard_mpi_comm_text : dreamshard_comm_text;
   const rl::cost_model_meter<any_meter> modelled{&meter};
   const auto measure = [&](const embplan::task& t, const embplan::plan& p) {
-#if defined(EMBPLAN_WITH_MPI)
     if (mpi) {
       // The ranks train in lockstep: each must be measuring rank 0's placement.
       std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the devices in shard order
@@ -212,12 +210,9 @@ int run_train_dreamshard(const train_args& a, const world& w) {
         embplan::detail::fail("train dreamshard.rank", w.rank(),
                               "the placement of rank 0 (the ranks' training diverged)");
       }
-      embplan::meter::mpi::plan_meter_options mo;
-      mo.compute.options.flush_bytes = flush_bytes_of(a.flush_mib);
       return rl::dreamshard_measurement_of(
-          embplan::meter::mpi::measure_plan(MPI_COMM_WORLD, t, p, mo));
+          measure_plan_on_ranks(w, t, p, flush_bytes_of(a.flush_mib)));
     }
-#endif
     return modelled(t, p);
   };
 

@@ -1,6 +1,7 @@
 #pragma once
-// `embplan train`'s options (train.cpp) and the AutoShard kind, which has a
-// translation unit of its own (train_autoshard.cpp).
+// `embplan train`'s options (train.cpp), the AutoShard kind, which has a
+// translation unit of its own (train_autoshard.cpp), and what both do across
+// MPI ranks (world.cpp).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -8,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "embplan/core/costs.hpp"
+#include "embplan/core/plan.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/rl/autoshard_train.hpp"
@@ -74,5 +77,18 @@ meter_choice training_meter(const train_args& a);
 
 // `embplan train autoshard` (train_autoshard.cpp).
 int run_train_autoshard(const train_args& a, const world& w);
+
+// What `train dreamshard|autoshard` do across the MPI ranks of a world of two
+// or more (world.cpp, compiled into each program with its MPI setting, so that
+// train.cpp and train_autoshard.cpp call no MPI themselves). In a world of one
+// they throw, naming world.size. measure_plan_on_ranks: the plan measured by
+// meter::mpi::measure_plan, each rank timing its own device's shard
+// (collective). autoshard_player_on_ranks: rl::mpi::autoshard_mpi_player, the
+// ranks as the actors.
+embplan::plan_cost measure_plan_on_ranks(const world& w, const embplan::task& t,
+                                         const embplan::plan& p, std::uint64_t flush_bytes);
+embplan::rl::autoshard_player autoshard_player_on_ranks(
+    const world& w, std::span<const embplan::task> tasks, const any_meter& meter,
+    const embplan::rl::autoshard_train_options& o);
 
 }  // namespace embplan_cli

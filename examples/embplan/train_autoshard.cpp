@@ -8,12 +8,6 @@
 // r + N, ... of every update and measures them on its own meter, the samples
 // are exchanged, and every rank takes the same learner step (the policy equals
 // a one-process run's with a deterministic meter); rank 0 prints and writes.
-#include "world.hpp"  // first: under EMBPLAN_WITH_MPI it includes <mpi.h> (MPI's C API)
-
-#if defined(EMBPLAN_WITH_MPI)
-#include "embplan/rl/mpi/autoshard_actors.hpp"
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -31,6 +25,7 @@
 #include "progress.hpp"
 #include "text_table.hpp"
 #include "train.hpp"
+#include "world.hpp"
 
 namespace embplan_cli {
 
@@ -62,13 +57,9 @@ int run_train_autoshard(const train_args& a, const world& w) {
   const auto chosen = training_meter(a);
   const auto& meter = chosen.meter;
   const bool mpi = w.size() > 1;
-  rl::autoshard_player player;
-#if defined(EMBPLAN_WITH_MPI)
-  if (mpi) {
-    player = rl::mpi::autoshard_mpi_player(MPI_COMM_WORLD, tasks, meter, o, embplan::all_of<>{});
-  }
-#endif
-  if (!mpi) player = rl::autoshard_local_player(tasks, meter, o, embplan::all_of<>{});
+  const rl::autoshard_player player =
+      mpi ? autoshard_player_on_ranks(w, tasks, meter, o)
+          : rl::autoshard_local_player(tasks, meter, o, embplan::all_of<>{});
 
   // Rank 0 speaks and writes; the others train the same policy silently.
   const bool speaks = w.rank() == 0;

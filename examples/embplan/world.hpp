@@ -1,11 +1,14 @@
 #pragma once
-// The MPI world of `embplan collect` and `plan --meter measured` under
-// mpirun (one rank per device), or a world of one.
-#if defined(EMBPLAN_WITH_MPI)
-#include "embplan/meter/mpi/alltoall.hpp"  // first: it picks MPI's C API
-#include "embplan/meter/mpi/plan_meter.hpp"
-#endif
-
+// The MPI world of `embplan collect`, `plan --meter measured` and `train
+// dreamshard|autoshard` under mpirun (one rank per device), or a world of one.
+//
+// Declared here, defined in world.cpp, which each program compiles with its
+// own MPI setting (EMBPLAN_WITH_MPI: `embplan` where MPI is found; never
+// `embplan_gpu`). So this header reads the same in every translation unit,
+// and the CLI's files that use a world without speaking MPI themselves
+// (train.cpp, train_autoshard.cpp) are compiled once and linked by both
+// programs. A file that calls MPI itself includes its MPI headers first, under
+// EMBPLAN_WITH_MPI.
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -20,77 +23,21 @@ namespace embplan_cli {
 // initialised under a launcher (a singleton MPI_Init would spawn a daemon).
 class world {
  public:
-  world() {
-#if defined(EMBPLAN_WITH_MPI)
-    if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
-        std::getenv("PMIX_RANK") != nullptr) {
-      int initialised = 0;
-      MPI_Initialized(&initialised);
-      if (initialised == 0) {
-        MPI_Init(nullptr, nullptr);
-        owns_ = true;
-      }
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-      MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    }
-#endif
-  }
+  world();
   world(const world&) = delete;
   world& operator=(const world&) = delete;
-  ~world() {
-#if defined(EMBPLAN_WITH_MPI)
-    if (owns_) MPI_Finalize();
-#endif
-  }
+  ~world();
 
-  int rank() const noexcept {
-    return rank_;
-  }
-  int size() const noexcept {
-    return size_;
-  }
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
 
-  void barrier() const {
-#if defined(EMBPLAN_WITH_MPI)
-    if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
-#endif
-  }
+  void barrier() const;
 
   // Every rank's string, on rank 0 (others get an empty vector).
-  std::vector<std::string> gather(const std::string& mine) const {
-    if (size_ == 1) return {mine};
-#if defined(EMBPLAN_WITH_MPI)
-    const int length = static_cast<int>(mine.size());
-    std::vector<int> lengths(static_cast<std::size_t>(size_));
-    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    std::vector<int> displs(static_cast<std::size_t>(size_), 0);
-    int total = 0;
-    for (std::size_t r = 0; r < lengths.size(); ++r) {
-      displs[r] = total;
-      total += lengths[r];
-    }
-    std::string all(static_cast<std::size_t>(rank_ == 0 ? total : 0), '\0');
-    MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), displs.data(), MPI_CHAR,
-                0, MPI_COMM_WORLD);
-    std::vector<std::string> out;
-    if (rank_ == 0) {
-      for (std::size_t r = 0; r < lengths.size(); ++r)
-        out.push_back(
-            all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lengths[r])));
-    }
-    return out;
-#else
-    return {mine};
-#endif
-  }
+  std::vector<std::string> gather(const std::string& mine) const;
 
   // Rank 0's value, on every rank.
-  double broadcast(double value) const {
-#if defined(EMBPLAN_WITH_MPI)
-    if (size_ > 1) MPI_Bcast(&value, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-#endif
-    return value;
-  }
+  double broadcast(double value) const;
 
   // run() on every rank; an error on one rank would leave the others waiting
   // in a collective, so there every rank says why and the world ends
@@ -109,12 +56,7 @@ class world {
   }
 
   // An error on one rank would leave the others waiting in a collective.
-  [[noreturn]] void abort(int code) const {
-#if defined(EMBPLAN_WITH_MPI)
-    if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
-#endif
-    std::exit(code);
-  }
+  [[noreturn]] void abort(int code) const;
 
  private:
   int rank_ = 0;
