@@ -123,6 +123,23 @@ class all_of {
     return out;
   }
 
+  // The first part's explain_split (table_rules::explain_split) that is not "".
+  std::string explain_split(const task& t, std::size_t table, std::size_t devices_needed) const {
+    std::string out;
+    std::apply(
+        [&](const auto&... c) {
+          (
+              [&] {
+                if constexpr (requires { c.explain_split(t, table, devices_needed); }) {
+                  if (out.empty()) out = std::string(c.explain_split(t, table, devices_needed));
+                }
+              }(),
+              ...);
+        },
+        parts_);
+    return out;
+  }
+
   // The largest min_shards(table) of the parts that have one (min_shards_of).
   std::uint32_t min_shards(std::size_t table) const noexcept {
     return std::apply(

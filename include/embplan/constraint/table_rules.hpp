@@ -294,6 +294,34 @@ class table_rules {
            ") has " + free_text;
   }
 
+  // Which of these rules forbids table `table` to be split by rows over the
+  // `devices_needed` devices its bytes need at least ("max_shards 1 allows at
+  // most 1 piece, and ..."), or "" where none does (memory binds). The stage
+  // names it when a row split fails (stage/staged.hpp).
+  std::string explain_split(const task& t, std::size_t table, std::size_t devices_needed) const {
+    using namespace detail;
+    if (data_ == nullptr || table >= data_->tables || t.tables.size() != data_->tables) return {};
+    const auto& r = *data_;
+    const auto& e = r.entry[table];
+    if (!e.ruled) return {};
+    const std::string needs =
+        "a row split needs at least " + std::to_string(devices_needed) + " devices for its bytes";
+    if ((e.kinds & static_cast<std::uint8_t>(sharding_kind::row_wise)) == 0)
+      return "sharding limited to " + kinds_text(e.kinds) + ", which excludes row_wise";
+    if (e.max_shards != 0 && e.max_shards < devices_needed) {
+      return "max_shards " + std::to_string(e.max_shards) + " allows at most " +
+             std::to_string(e.max_shards) + (e.max_shards == 1 ? " piece" : " pieces") + ", but " +
+             needs;
+    }
+    if (e.colocate != no_index)
+      return "co-location keeps every piece of it on one device, but " + needs;
+    std::size_t allowed = 0;
+    for (std::size_t d = 0; d < r.devices; ++d)
+      allowed += r.allows(e, d) ? 1 : 0;
+    if (allowed < devices_needed) return allowed_text(r, e) + ", but " + needs;
+    return {};
+  }
+
  private:
   // admits() with rules: the table's entry, then each kind of rule.
   bool admits_ruled(const task& t, const placement_state& st, const shard& s) const {

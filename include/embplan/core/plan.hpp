@@ -138,20 +138,27 @@ inline plan table_wise_plan(const task& t, std::span<const std::size_t> assignme
 // All pieces are on `home` iff on_home == pieces; after pieces left `home`
 // (placement_state::unplace) the record may no longer know where the others
 // are, and then says "spread" — a rule reading it refuses rather than guesses.
+// `seen`: the devices below 64 that received a piece since the record was
+// last empty (bit d: device d), a superset of where the pieces are, so that a
+// table spread over some devices is known to be absent from the others.
 struct table_placement {
   static constexpr std::uint32_t none = 0xFFFFFFFFu;
   std::uint32_t home = none;
   std::uint32_t pieces = 0;
   std::uint32_t on_home = 0;
+  std::uint64_t seen = 0;
 
   // No piece placed, or every piece on device d.
   constexpr bool only_on(std::uint32_t d) const noexcept {
     return pieces == 0 || (on_home == pieces && home == d);
   }
   // A piece may be on device d: exact unless the record says "spread", where
-  // it answers true (the safe answer for a rule that keeps tables apart).
+  // it answers by `seen` (true for a device it does not track: the safe
+  // answer for a rule that keeps tables apart).
   constexpr bool maybe_on(std::uint32_t d) const noexcept {
-    return pieces != 0 && (on_home != pieces || home == d);
+    if (pieces == 0) return false;
+    if (on_home == pieces) return home == d;
+    return d >= 64 || ((seen >> d) & 1u) != 0;
   }
 
   friend bool operator==(const table_placement&, const table_placement&) = default;
@@ -230,6 +237,7 @@ struct placement_state {
     }
     ++r.pieces;
     if (r.home == device) ++r.on_home;
+    if (device < 64) r.seen |= std::uint64_t{1} << device;
   }
   void note_removed(std::uint32_t table, std::uint32_t device) {
     auto& r = tables[table];

@@ -3,6 +3,7 @@
 // searchers, so that every planner fails the same readable way.
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,6 +18,21 @@ namespace embplan::inline EMBPLAN_ABI {
 // Devices listed one by one up to this many; beyond it, only the roomiest.
 inline constexpr std::size_t listed_devices = 16;
 
+// The index by which a message names table `table` of `t`: the caller's
+// index where `rule` asks its questions about another task than `t` (the
+// stage's sub-task rule, stage::detail::in_full_task, whose tables are
+// renumbered: full_table_index), else `table`.
+template <constraint Constraint>
+std::size_t table_index_in_messages(const Constraint& rule, std::size_t table) {
+  if constexpr (requires {
+                  { rule.full_table_index(table) } -> std::convertible_to<std::size_t>;
+                }) {
+    return static_cast<std::size_t>(rule.full_table_index(table));
+  } else {
+    return table;
+  }
+}
+
 // Why table `table` of `t` fits on no device in state `st` under `rule`:
 // which table (name, index, bytes), under which rule (rule.describe()), and how
 // much memory is left on each device (or, past listed_devices devices, where
@@ -28,13 +44,14 @@ template <constraint Constraint>
 std::string no_device_for(const task& t, const placement_state& st, std::size_t table,
                           const Constraint& rule) {
   const auto& spec = t.tables[table];
+  const std::string index = std::to_string(table_index_in_messages(rule, table));
   // A rule that explains itself names the binding rule first (user
   // constraints, e.g. "t17: pinned to device 3 but device 3 has 1.2 GiB free,
   // needs 3.1 GiB").
   if (std::string why = explain_of(rule, t, st, table); !why.empty())
-    return "table '" + spec.name + "' (index " + std::to_string(table) + "): " + why;
+    return "table '" + spec.name + "' (index " + index + "): " + why;
   const std::size_t devices = t.cluster.size();
-  std::string out = "table '" + spec.name + "' (index " + std::to_string(table) + ", " +
+  std::string out = "table '" + spec.name + "' (index " + index + ", " +
                     std::to_string(table_bytes(spec, t.optimizer_state)) +
                     " bytes) fits on no device under " + std::string(rule.describe()) + "; ";
   const auto free_bytes = [&](std::size_t d) {

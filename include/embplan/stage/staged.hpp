@@ -29,6 +29,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -84,6 +85,28 @@ struct staged {
     if (!local) return spread;
     if (!spread) return local;
     return detail::layout_comm_ms(t, *local) <= detail::layout_comm_ms(t, *spread) ? local : spread;
+  }
+
+  // Why `rule` forbids splitting table `ti` by rows over the fewest devices
+  // whose free memory holds it (explain_split of a rule that has one, e.g.
+  // table_rules' max_shards), or "".
+  template <constraint Constraint>
+  static std::string split_refusal(const task& t, const placement_state& st, std::size_t ti,
+                                   const Constraint& rule) {
+    if constexpr (requires { rule.explain_split(t, ti, std::size_t{}); }) {
+      std::vector<std::uint64_t> room(t.cluster.size());
+      for (std::size_t d = 0; d < room.size(); ++d)
+        room[d] = detail::free_bytes(t, st, d);
+      std::sort(room.begin(), room.end(), std::greater<>{});
+      const std::uint64_t need = table_bytes(t.tables[ti], t.optimizer_state);
+      std::size_t count = 0;
+      embplan::detail::uint128 held = 0;
+      while (count < room.size() && held < need)
+        held += room[count++];
+      return std::string(rule.explain_split(t, ti, std::max<std::size_t>(count, 2)));
+    } else {
+      return {};
+    }
   }
 
   std::string_view name() const noexcept { return "staged"; }
@@ -168,9 +191,16 @@ struct staged {
         std::uint64_t total_free = 0;
         for (std::size_t d = 0; d < devices; ++d)
           total_free += detail::free_bytes(t, st, d);
-        out.failure = no_device_for(t, st, i, rule) + "; split by rows across all " +
-                      std::to_string(devices) + " devices it still does not fit (" +
-                      std::to_string(total_free) + " bytes free in all)";
+        out.failure = no_device_for(t, st, i, rule);
+        // A rule that forbids the split is named (max_shards, sharding, pins,
+        // co-location); else memory binds.
+        if (const std::string why = split_refusal(t, st, i, rule); !why.empty()) {
+          out.failure += "; it cannot be split by rows either: " + why;
+        } else {
+          out.failure += "; split by rows across all " + std::to_string(devices) +
+                         " devices it still does not fit (" + std::to_string(total_free) +
+                         " bytes free in all)";
+        }
         return out;
       }
       for (const auto& s : *pieces) {
@@ -249,9 +279,7 @@ struct staged {
                                                     "min_shards into column blocks");
       if (!cut_names.empty())
         done += (done.empty() ? "cutting " : " and cutting ") + cut_names + " by rows (by cost)";
-      out.failure =
-          "after " + done +
-          ", the other tables do not fit (table indices below count only those): " + r.failure;
+      out.failure = "after " + done + ", the other tables do not fit: " + r.failure;
       return out;
     }
     for (const auto& s : r.placement.shards)

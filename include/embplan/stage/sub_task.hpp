@@ -43,6 +43,7 @@ inline table_placement merged(table_placement a, const table_placement& b) noexc
   if (b.pieces == 0) return a;
   a.on_home += b.home == a.home ? b.on_home : 0;
   a.pieces += b.pieces;
+  a.seen |= b.seen;
   return a;
 }
 
@@ -102,6 +103,10 @@ class in_full_task {
   std::string explain(const task&, const placement_state& st, std::size_t table) const {
     return explain_of(*rule_, *full_, combined(st), index_[table]);
   }
+
+  // The caller's index of sub-task table `table` (what a searcher's failure
+  // message names it by: search/infeasible.hpp).
+  std::size_t full_table_index(std::size_t table) const noexcept { return index_[table]; }
 
   // Sub-task shard `s` in the caller's terms: its table, columns and rows
   // there (how the stage maps the inner searcher's plan back).

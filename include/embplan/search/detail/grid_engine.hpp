@@ -147,7 +147,8 @@ std::string no_device_for_piece(const task& t, const placement_state& st, const 
     return no_device_for(t, st, s.table, rule);
   // A rule that explains itself (host DRAM, pinning) names what binds first.
   const std::string why = explain_of(rule, t, st, s.table);
-  std::string out = "table '" + spec.name + "' (index " + std::to_string(s.table) + "), columns [" +
+  std::string out = "table '" + spec.name + "' (index " +
+                    std::to_string(table_index_in_messages(rule, s.table)) + "), columns [" +
                     std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ") of " +
                     std::to_string(spec.dim) + " (" + std::to_string(shard_bytes(t, s)) + " bytes";
   // A piece off HBM: what it needs of a device's host DRAM too.
