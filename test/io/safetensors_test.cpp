@@ -560,6 +560,20 @@ TEST_CASE("safetensors: duplicate names") {
   CHECK(inner.find("field 'dup: tensors[\"w\"].dtype' appears twice") != std::string::npos);
 }
 
+TEST_CASE("safetensors: a NUL after the header's JSON is refused, naming the byte") {
+  // The header may be padded with spaces; a NUL is not whitespace, though
+  // nlohmann's lexer took it for the end of its input and read the object alone.
+  const std::string header =
+      std::string(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})") + '\0' + "   ";
+  const auto msg =
+      embplan::test::message_of([&] { parse_safetensors(file_bytes(header, zeros(4)), "nul"); });
+  CHECK(msg.find("nul: header: a NUL byte at byte 63") != std::string::npos);
+  // Spaces alone still pad.
+  const std::string padded =
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})" + std::string(7, ' ');
+  CHECK(parse_safetensors(file_bytes(padded, zeros(4)), "pad").tensors.at("w").values.size() == 1);
+}
+
 TEST_CASE("safetensors: a tensor entry with an unknown key is refused; metadata is free-form") {
   const auto msg = embplan::test::message_of([] {
     parse_safetensors(

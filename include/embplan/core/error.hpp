@@ -23,13 +23,34 @@ class error : public std::runtime_error {
 
 namespace detail {
 
+// A string shown in a message is cut after this many bytes, so that a 20 MB
+// value read from a file is not echoed whole onto a terminal or into a log.
+inline constexpr std::size_t display_max_bytes = 200;
+
+// `text` in double quotes; past display_max_bytes, its first bytes (cut
+// before a UTF-8 continuation byte, never inside a character) and its size:
+// "aaaa..." (20971520 bytes).
+inline std::string quoted_prefix(std::string_view text) {
+  std::string out = "\"";
+  if (text.size() <= display_max_bytes) {
+    out += text;
+    out += '"';
+    return out;
+  }
+  std::size_t cut = display_max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+    --cut;
+  out += text.substr(0, cut);
+  out += "...\" (";
+  out += std::to_string(text.size());
+  out += " bytes)";
+  return out;
+}
+
 template <class T>
 std::string to_display(const T& value) {
   if constexpr (std::is_convertible_v<const T&, std::string_view>) {
-    std::string out = "\"";
-    out += std::string_view(value);
-    out += '"';
-    return out;
+    return quoted_prefix(std::string_view(value));
   } else if constexpr (std::is_same_v<T, bool>) {
     return value ? "true" : "false";
   } else {

@@ -29,6 +29,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "embplan/core/error.hpp"
+#include "embplan/io/detail/atomic_file.hpp"
 #include "embplan/io/detail/npy_format.hpp"
 #include "embplan/version.hpp"
 
@@ -99,30 +100,26 @@ std::string npy_checked_header(std::size_t values, std::span<const std::int64_t>
 }
 
 // Header, then the data streamed from `values` (no copy of a large trace on a
-// little-endian machine; 1 MiB chunks otherwise).
+// little-endian machine; 1 MiB chunks otherwise), atomically: a write that
+// fails part-way leaves the previous file as it was.
 template <class T>
 void write_npy_file(const std::filesystem::path& file, std::span<const T> values,
                     std::span<const std::int64_t> shape) {
   const std::string header = npy_checked_header<T>(values.size(), shape);
-  const std::string name = file.string();
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) embplan::detail::fail("file", name, "a writable path");
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  atomic_file out(file);
+  out.write(header);
   if constexpr (std::endian::native == std::endian::little) {
-    out.write(reinterpret_cast<const char*>(values.data()),
-              static_cast<std::streamsize>(values.size_bytes()));
+    out.write(values.data(), values.size_bytes());
   } else {
     constexpr std::size_t chunk = (std::size_t{1} << 20) / sizeof(T);
     std::vector<std::byte> buffer(chunk * sizeof(T));
     for (std::size_t i = 0; i < values.size(); i += chunk) {
       const std::size_t n = std::min(chunk, values.size() - i);
       npy_encode_elements(values.data() + i, n, buffer.data());
-      out.write(reinterpret_cast<const char*>(buffer.data()),
-                static_cast<std::streamsize>(n * sizeof(T)));
+      out.write(buffer.data(), n * sizeof(T));
     }
   }
-  out.close();
-  if (!out) embplan::detail::fail("file", name, "a writable path (write failed; disk full?)");
+  out.commit();
 }
 
 }  // namespace detail

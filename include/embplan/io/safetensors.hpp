@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "embplan/core/error.hpp"
+#include "embplan/io/detail/atomic_file.hpp"
 #include "embplan/io/detail/json_access.hpp"
 #include "embplan/io/detail/safetensors_format.hpp"
 #include "embplan/version.hpp"
@@ -315,16 +316,13 @@ inline std::vector<std::byte> serialize_safetensors(const safetensors_file& file
   return detail::serialize_st(file, dtype, "<output>");
 }
 
+// Writes serialize_safetensors' bytes atomically: a write that fails part-way
+// leaves the previous file as it was.
 inline void write_safetensors(const std::filesystem::path& file, const safetensors_file& content,
                               std::string_view dtype = {}) {
-  const std::string name = file.string();
-  const auto bytes = detail::serialize_st(content, dtype, name);
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) embplan::detail::fail("file", name, "a writable path");
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) embplan::detail::fail("file", name, "a writable path (the write failed)");
+  const auto bytes = detail::serialize_st(content, dtype, file.string());
+  detail::write_file_atomically(
+      file, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 // The tensor `name`, which must have `expected_shape` (a -1 dimension matches

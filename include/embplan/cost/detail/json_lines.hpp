@@ -21,6 +21,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/io/detail/input_guard.hpp"
 #include "embplan/io/detail/json_access.hpp"
+#include "embplan/io/json_file.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::cost::detail {
@@ -61,9 +62,15 @@ std::vector<Record> read_json_lines(const std::filesystem::path& path, const std
     ++number;
     if (line.empty()) continue;
     const std::string where = path.string() + ":" + std::to_string(number);
-    io::detail::check_json_depth(line, where);
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    // Strict (io/json_file.hpp): a duplicate key or bytes after the object are refused.
+    nlohmann::json j;
+    try {
+      j = io::parse_json(line, where);
+    } catch (const embplan::error& e) {
+      embplan::detail::fail(where, shown_prefix(line),
+                            std::string("a JSON object, one record per line (") + e.what() + ")");
+    }
+    if (!j.is_object()) {
       embplan::detail::fail(where, shown_prefix(line), "a JSON object (one record per line)");
     }
     io::detail::check_keys(j, known, where);

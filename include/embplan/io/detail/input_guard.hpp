@@ -66,6 +66,23 @@ inline void check_json_depth(std::string_view text, std::string_view source,
   }
 }
 
+// Refuses a NUL byte anywhere in `text`, naming `source` and its byte
+// (1-based, counted from `first_byte`). No JSON text holds one: inside a
+// string it must be written \u0000, and outside one it is not whitespace.
+// nlohmann's lexer takes a NUL for the end of its input, so "{...}\0junk"
+// would otherwise read as the object alone.
+inline void check_json_no_nul(std::string_view text, std::string_view source,
+                              std::size_t first_byte = 1) {
+  const auto nul = text.find('\0');
+  if (nul == std::string_view::npos) return;
+  std::string msg(source);
+  msg += ": a NUL byte at byte ";
+  msg += std::to_string(first_byte + nul);
+  msg += nul == 0 ? ": expected JSON text"
+                  : ": expected JSON text and nothing after the document but whitespace";
+  throw error(msg);
+}
+
 // The size of `file` after checking that it exists, is a regular file (not a
 // directory, device, FIFO or socket) and holds at most `max_bytes`. `what`
 // names the kind of file in messages ("JSON file").

@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +22,7 @@
 #include "embplan/core/error.hpp"
 #include "embplan/io/detail/half_float.hpp"
 #include "embplan/io/detail/input_guard.hpp"
+#include "embplan/io/json_file.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::io::detail {
@@ -237,28 +237,16 @@ inline void encode_elements(const st_dtype_info& dtype, std::span<const float> v
 inline nlohmann::json parse_st_header(std::string_view text, std::string_view source) {
   using nlohmann::json;
   check_json_depth(text, st_field(source, "header"), 9);  // byte 9 of the file
-  std::vector<std::set<std::string>> open_objects;
-  std::string top_key;    // the tensor (or __metadata__) whose entry is being read
-  std::string duplicate;  // the first duplicate key, as a field path
-  const json::parser_callback_t on_event = [&](int /*depth*/, json::parse_event_t event,
-                                               json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open_objects.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == json::parse_event_t::key && !open_objects.empty() && parsed.is_string()) {
-      const auto& key = parsed.get_ref<const std::string&>();
-      if (open_objects.size() == 1) top_key = key;
-      if (!open_objects.back().insert(key).second && duplicate.empty()) {
-        duplicate = open_objects.size() == 1 ? st_tensor_field(source, key)
-                                             : st_tensor_field(source, top_key, key);
-      }
-    }
-    return true;
-  };
+  check_json_no_nul(text, st_field(source, "header"), 9);
   json header;
   try {
-    header = json::parse(text.begin(), text.end(), on_event);
+    header = parse_json_unique_keys(text);
+  } catch (const json_duplicate_key& e) {
+    std::string msg = "field '";
+    msg += e.outer_key.empty() ? st_tensor_field(source, e.key)
+                               : st_tensor_field(source, e.outer_key, e.key);
+    msg += "' appears twice in the header: expected unique names";
+    throw error(msg);
   } catch (const json::parse_error& e) {
     std::string_view what = e.what();
     if (const auto tag_end = what.find("] "); tag_end != std::string_view::npos) {
@@ -272,12 +260,6 @@ inline nlohmann::json parse_st_header(std::string_view text, std::string_view so
     throw error(msg);
   } catch (const json::exception& e) {
     throw error(st_field(source, "header") + ": invalid JSON: " + e.what());
-  }
-  if (!duplicate.empty()) {
-    std::string msg = "field '";
-    msg += duplicate;
-    msg += "' appears twice in the header: expected unique names";
-    throw error(msg);
   }
   return header;
 }

@@ -15,6 +15,7 @@
 
 #include "embplan/core/error.hpp"
 #include "embplan/cost/detail/metadata.hpp"
+#include "embplan/io/json_file.hpp"
 #include "embplan/io/safetensors.hpp"
 #include "embplan/nn/adam.hpp"
 #include "embplan/nn/module.hpp"
@@ -91,8 +92,11 @@ nn::adam_state mdp_adam_state_from(const std::map<std::string, io::tensor>& tens
       cost::detail::require_key(metadata, source, "embplan.train.adam_parameter_steps",
                                 "a checkpoint written by rl::save_checkpoint");
   try {
-    s.parameter_steps = nlohmann::json::parse(counts).get<std::vector<std::int64_t>>();
+    // Strict (io/json_file.hpp): nothing after the array, a NUL included.
+    s.parameter_steps = io::parse_json(counts, counts_field).get<std::vector<std::int64_t>>();
   } catch (const nlohmann::json::exception&) {
+    embplan::detail::fail(counts_field, counts, "a JSON array of step counts");
+  } catch (const embplan::error&) {
     embplan::detail::fail(counts_field, counts, "a JSON array of step counts");
   }
   const auto params = model.named_parameters(std::string_view{});
