@@ -35,21 +35,67 @@ embplan::task golden_task() {
   return t;
 }
 
+// The plan of the golden value: t0 whole on device 1, t1's columns split
+// [0, 32) on device 0 and [32, 64) on device 1.
+embplan::plan golden_plan() {
+  embplan::plan p;
+  p.shards = {{0, 1, 0, 16, 0, 1000}, {1, 0, 0, 32, 0, 50000}, {1, 1, 32, 64, 0, 50000}};
+  return p;
+}
+
 }  // namespace
 
-TEST_CASE("content hash: a golden value for a fixed task (the canonical bytes, format v1)") {
+TEST_CASE("content hash: a golden value for a fixed task and plan (the canonical bytes, v2)") {
   // Computed by an independent implementation of the format in the header
-  // comment (Python struct.pack '<' + FNV-1a 64), not by this code.
-  CHECK(embplan::hash_hex(embplan::content_hash(golden_task(), "lookup_greedy", 7)) ==
-        "e95aeef76cfa0a88");
+  // comment (Python struct.pack '<' + FNV-1a 64), not by this code; the same
+  // implementation gives v1's e95aeef76cfa0a88 for the task, planner and seed
+  // alone.
+  CHECK(embplan::hash_hex(embplan::content_hash(golden_task(), golden_plan(), "lookup_greedy",
+                                                7)) == "b986ebf52b58ca3f");
+  CHECK(embplan::hash_hex(embplan::content_hash(golden_task(), embplan::plan{}, "lookup_greedy",
+                                                7)) == "0a5d668b609f2891");
+}
+
+TEST_CASE("content hash: covers the shards, so a plan edited by hand hashes otherwise") {
+  const auto t = golden_task();
+  const auto p = golden_plan();
+  const auto h = embplan::content_hash(t, p, "lookup_greedy", 7);
+  // The same plan, copied or rebuilt: the same hash.
+  const auto copy = p;
+  CHECK(embplan::content_hash(t, copy, "lookup_greedy", 7) == h);
+  CHECK(embplan::content_hash(t, golden_plan(), "lookup_greedy", 7) == h);
+  using edit = std::function<void(embplan::plan&)>;
+  const std::vector<std::pair<const char*, edit>> edits{
+      {"a table moved to another device", [](auto& x) { x.shards[0].device = 0; }},
+      {"a shard's table", [](auto& x) { x.shards[0].table = 1; }},
+      {"a column cut moved",
+       [](auto& x) {
+         x.shards[1].col_end = 48;
+         x.shards[2].col_begin = 48;
+       }},
+      {"a row range", [](auto& x) { x.shards[0].row_end = 999; }},
+      {"row begin", [](auto& x) { x.shards[0].row_begin = 1; }},
+      {"replica flag", [](auto& x) { x.shards[0].replica = true; }},
+      {"data-parallel flag", [](auto& x) { x.shards[0].data_parallel = true; }},
+      {"shard order", [](auto& x) { std::swap(x.shards[1], x.shards[2]); }},
+      {"a shard more", [](auto& x) { x.shards.push_back(x.shards[0]); }},
+      {"a shard less", [](auto& x) { x.shards.pop_back(); }},
+  };
+  for (const auto& [what, change] : edits) {
+    CAPTURE(what);
+    auto changed = p;
+    change(changed);
+    CHECK(embplan::content_hash(t, changed, "lookup_greedy", 7) != h);
+  }
 }
 
 TEST_CASE("content hash: the same for a copy and a second call, 16 hex digits round-trip") {
   const auto t = golden_task();
+  const auto p = golden_plan();
   const auto copy = t;
-  const auto h = embplan::content_hash(t, "neuroshard", 3);
-  CHECK(embplan::content_hash(copy, "neuroshard", 3) == h);
-  CHECK(embplan::content_hash(t, "neuroshard", 3) == h);
+  const auto h = embplan::content_hash(t, p, "neuroshard", 3);
+  CHECK(embplan::content_hash(copy, p, "neuroshard", 3) == h);
+  CHECK(embplan::content_hash(t, p, "neuroshard", 3) == h);
   CHECK(embplan::hash_hex(h).size() == 16);
   CHECK(embplan::parse_hash_hex(embplan::hash_hex(h)) == h);
   CHECK(embplan::hash_hex(0x0123456789abcdefULL) == "0123456789abcdef");
@@ -59,16 +105,17 @@ TEST_CASE("content hash: the same for a copy and a second call, 16 hex digits ro
   // The task's name is a label, not hashed.
   auto renamed = t;
   renamed.name = "another";
-  CHECK(embplan::content_hash(renamed, "neuroshard", 3) == h);
+  CHECK(embplan::content_hash(renamed, p, "neuroshard", 3) == h);
   // -0.0 == 0.0, so they hash alike.
   auto negative_zero = t;
   negative_zero.tables[0].reuse_hist[5] = -0.0;
-  CHECK(embplan::content_hash(negative_zero, "neuroshard", 3) == h);
+  CHECK(embplan::content_hash(negative_zero, p, "neuroshard", 3) == h);
 }
 
-TEST_CASE("content hash: changes when any field, the planner or the seed changes") {
+TEST_CASE("content hash: changes when any field of the task, the planner or the seed changes") {
   const auto t = golden_task();
-  const auto h = embplan::content_hash(t, "lookup_greedy", 7);
+  const auto p = golden_plan();
+  const auto h = embplan::content_hash(t, p, "lookup_greedy", 7);
   using edit = std::function<void(embplan::task&)>;
   const std::vector<std::pair<const char*, edit>> edits{
       {"table name", [](auto& x) { x.tables[1].name = "t2"; }},
@@ -97,10 +144,10 @@ TEST_CASE("content hash: changes when any field, the planner or the seed changes
     CAPTURE(what);
     auto changed = t;
     change(changed);
-    CHECK(embplan::content_hash(changed, "lookup_greedy", 7) != h);
+    CHECK(embplan::content_hash(changed, p, "lookup_greedy", 7) != h);
   }
-  CHECK(embplan::content_hash(t, "size_greedy", 7) != h);
-  CHECK(embplan::content_hash(t, "lookup_greedy", 8) != h);
+  CHECK(embplan::content_hash(t, p, "size_greedy", 7) != h);
+  CHECK(embplan::content_hash(t, p, "lookup_greedy", 8) != h);
   // Strings are length-prefixed: moving a character between two names shows.
   auto a = t;
   a.tables[0].name = "t0x";
@@ -108,48 +155,50 @@ TEST_CASE("content hash: changes when any field, the planner or the seed changes
   auto b = t;
   b.tables[0].name = "t0";
   b.tables[1].name = "xt1";
-  CHECK(embplan::content_hash(a, "p", 0) != embplan::content_hash(b, "p", 0));
+  CHECK(embplan::content_hash(a, p, "p", 0) != embplan::content_hash(b, p, "p", 0));
 }
 
 TEST_CASE("provenance_of: planner, seed, hash and this library's version") {
   const auto t = golden_task();
-  const auto p = embplan::provenance_of(t, "lookup_greedy", 7);
-  CHECK(p.planner == "lookup_greedy");
-  CHECK(p.seed == 7);
-  CHECK(p.content_hash == embplan::content_hash(t, "lookup_greedy", 7));
-  CHECK(p.version == std::string(EMBPLAN_VERSION_STRING));
-  CHECK(p.version == std::to_string(EMBPLAN_VERSION_MAJOR) + "." +
-                         std::to_string(EMBPLAN_VERSION_MINOR) + "." +
-                         std::to_string(EMBPLAN_VERSION_PATCH));
+  const auto made = embplan::provenance_of(t, golden_plan(), "lookup_greedy", 7);
+  CHECK(made.planner == "lookup_greedy");
+  CHECK(made.seed == 7);
+  CHECK(made.content_hash == embplan::content_hash(t, golden_plan(), "lookup_greedy", 7));
+  CHECK(made.version == std::string(EMBPLAN_VERSION_STRING));
+  CHECK(made.version == std::to_string(EMBPLAN_VERSION_MAJOR) + "." +
+                            std::to_string(EMBPLAN_VERSION_MINOR) + "." +
+                            std::to_string(EMBPLAN_VERSION_PATCH));
 }
 
 TEST_CASE("content hash: a table's tier counts only off hbm") {
   const auto t = golden_task();
-  const auto base = embplan::content_hash(t, "p", 1);
+  const auto p = golden_plan();
+  const auto base = embplan::content_hash(t, p, "p", 1);
   auto u = t;
   u.tables[0].placement = {embplan::memory_tier::uvm_caching, 0.5};
-  const auto uvm = embplan::content_hash(u, "p", 1);
+  const auto uvm = embplan::content_hash(u, p, "p", 1);
   CHECK(uvm != base);
   u.tables[0].placement.load_factor = 0.25;
-  CHECK(embplan::content_hash(u, "p", 1) != uvm);
+  CHECK(embplan::content_hash(u, p, "p", 1) != uvm);
   u.tables[0].placement = {embplan::memory_tier::host, 0.0};
-  CHECK(embplan::content_hash(u, "p", 1) != base);
-  CHECK(embplan::content_hash(u, "p", 1) != uvm);
+  CHECK(embplan::content_hash(u, p, "p", 1) != base);
+  CHECK(embplan::content_hash(u, p, "p", 1) != uvm);
 }
 
 TEST_CASE("content hash: a device's host DRAM counts only where it is limited") {
   auto t = golden_task();
+  const auto p = golden_plan();
   for (auto& d : t.cluster.devices)
     d.dram_bytes = 0;  // not limited: the hash of a task from before dram_bytes
-  CHECK(embplan::hash_hex(embplan::content_hash(t, "lookup_greedy", 7)) == "e95aeef76cfa0a88");
+  CHECK(embplan::hash_hex(embplan::content_hash(t, p, "lookup_greedy", 7)) == "b986ebf52b58ca3f");
   t.cluster.devices[0].dram_bytes = 64 * embplan::gib;
-  const auto one = embplan::content_hash(t, "lookup_greedy", 7);
+  const auto one = embplan::content_hash(t, p, "lookup_greedy", 7);
   // By the independent implementation of the golden value, u64(dram_bytes)
   // after device 0's cache_bytes.
-  CHECK(embplan::hash_hex(one) == "a7c14d3a4592cfd8");
+  CHECK(embplan::hash_hex(one) == "78e3bc256c1a7c0f");
   t.cluster.devices[0].dram_bytes = 32 * embplan::gib;
-  CHECK(embplan::content_hash(t, "lookup_greedy", 7) != one);
+  CHECK(embplan::content_hash(t, p, "lookup_greedy", 7) != one);
   t.cluster.devices[0].dram_bytes = 0;
   t.cluster.devices[1].dram_bytes = 64 * embplan::gib;  // the same capacity on the other device
-  CHECK(embplan::content_hash(t, "lookup_greedy", 7) != one);
+  CHECK(embplan::content_hash(t, p, "lookup_greedy", 7) != one);
 }

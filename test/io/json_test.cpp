@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "embplan/core/random.hpp"
+#include "embplan/cost/detail/json_lines.hpp"
 
 namespace {
 
@@ -118,6 +119,91 @@ TEST_CASE("parse_json: malformed and truncated text name the source and the byte
   CHECK(contains(empty, "byte 1"));
 
   CHECK(contains(error_of([] { (void)io::parse_json("[1] 2"); }), "byte"));
+}
+
+TEST_CASE("parse_json: a key twice in one object is refused, naming the key and its path") {
+  // nlohmann keeps the last copy, other readers the first: 10 rows or 1e9.
+  const auto top = error_of([] { (void)io::parse_json(R"({"rows": 10, "rows": 1e9})", "t.json"); });
+  CHECK(contains(top, "t.json: duplicate key \"rows\""));
+  CHECK(contains(top, "expected each key at most once in an object"));
+
+  const auto deep = error_of([] {
+    (void)io::parse_json(
+        R"({"name": "a", "tables": [{"rows": 1}, {"dim": 4, "x": {}, "dim": 8}], "name": "b"})",
+        "pool.json");
+  });
+  CHECK(contains(deep, "pool.json: duplicate key \"dim\" at \"tables[1].dim\""));
+
+  const auto in_arrays =
+      error_of([] { (void)io::parse_json(R"([[0], [1, {"a": 1, "b": [], "a": 2}]])"); });
+  CHECK(contains(in_arrays, "<input>: duplicate key \"a\" at \"[1][1].a\""));
+
+  // The same key in sibling or nested objects is no duplicate.
+  CHECK(io::parse_json(
+            R"({"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}], "c": {"b": 1}})")["b"][1]["a"] == 3);
+
+  // A long key is shown cut, with its size.
+  const std::string key(5000, 'k');
+  const auto long_key = error_of(
+      [&] { (void)io::parse_json("{\"" + key + "\": 1, \"" + key + "\": 2}", "big.json"); });
+  CHECK(contains(long_key, "big.json: duplicate key \"kkkk"));
+  CHECK(contains(long_key, "(5000 bytes)"));
+  CHECK(long_key.size() < 700);
+
+  // Every file reader goes through parse_json.
+  const auto file = scratch("duplicate_key.json");
+  {
+    std::ofstream out(file);
+    out << R"({"name": "t", "name": "u"})";
+  }
+  CHECK(contains(error_of([&] { (void)io::read_json_file(file); }),
+                 file.string() + ": duplicate key \"name\""));
+
+  // JSON lines (cost records) too: line by line, each named file:line.
+  const auto records = scratch("duplicate_key.jsonl");
+  {
+    std::ofstream out(records, std::ios::binary);
+    out << "{\"id\": 1}\n{\"id\": 2, \"id\": 3}\n";
+  }
+  const std::string_view known[] = {"id"};
+  const auto read_records = [&] {
+    return embplan::cost::detail::read_json_lines<std::int64_t>(
+        records, "record", known,
+        [](const json& j, const std::string&) { return j["id"].get<std::int64_t>(); });
+  };
+  CHECK(contains(error_of(read_records), records.string() + ":2: duplicate key \"id\""));
+  {
+    std::ofstream out(records, std::ios::binary);
+    out << "{\"id\": 1}" << '\0' << "{\"id\": 2}\n";
+  }
+  CHECK(contains(error_of(read_records), records.string() + ":1: a NUL byte at byte 10"));
+}
+
+TEST_CASE("parse_json: bytes after the document, a NUL included, are refused naming the byte") {
+  const auto nul =
+      error_of([] { (void)io::parse_json(std::string("{\"a\": 1}\0junk", 13), "n.json"); });
+  CHECK(contains(nul, "n.json: a NUL byte at byte 9"));
+  const auto nul_after_space =
+      error_of([] { (void)io::parse_json(std::string("[1]  \n\0", 7), "n.json"); });
+  CHECK(contains(nul_after_space, "n.json: a NUL byte at byte 7"));
+  const auto only_nul = error_of([] { (void)io::parse_json(std::string(1, '\0'), "n.json"); });
+  CHECK(contains(only_nul, "n.json: a NUL byte at byte 1"));
+
+  const auto second = error_of([] { (void)io::parse_json("{\"a\": 1} {\"a\": 2}", "two.json"); });
+  CHECK(contains(second, "two.json: invalid JSON at byte 10"));
+  CHECK(contains(second, "expected end of input"));
+  CHECK(contains(error_of([] { (void)io::parse_json("[1] x", "x.json"); }), "x.json"));
+
+  // Whitespace after the document is fine.
+  CHECK(io::parse_json("{\"a\": 1}\n\n  \t\r\n")["a"] == 1);
+
+  const auto file = scratch("trailing_nul.json");
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << "{\"n\": 3}\n" << '\0';
+  }
+  CHECK(contains(error_of([&] { (void)io::read_json_file(file); }),
+                 file.string() + ": a NUL byte at byte 10"));
 }
 
 TEST_CASE("read_json_file / write_json_file") {
@@ -694,7 +780,7 @@ TEST_CASE("bad plans name the shard and the value") {
 TEST_CASE("a plan records planner, seed, content hash and version, and reads them back") {
   const auto t = small_task(5);
   const auto p = embplan::table_wise_plan(t, std::vector<std::size_t>{0, 1, 2, 3, 0});
-  const auto made = embplan::provenance_of(t, "lookup_greedy", 42);
+  const auto made = embplan::provenance_of(t, p, "lookup_greedy", 42);
   const auto j = io::to_json(t, p, made);
   CHECK(j["planner"] == "lookup_greedy");
   CHECK(j["seed"] == 42);

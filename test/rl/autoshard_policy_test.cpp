@@ -193,9 +193,12 @@ TEST_CASE("autoshard policy: a file round-trips; another policy's or architectur
 
   auto file = nn::state_dict(p.network(), {}, rl::autoshard_policy::metadata_text(meta));
   file.metadata["embplan.policy"] = "dreamshard";
+  CHECK(message_of([&] { (void)rl::autoshard_policy::from_file(file, "f"); }) ==
+        "f: this is a DreamShard policy, expected an AutoShard policy");
+  file.metadata["embplan.policy"] = "neuroshard";  // a kind not known here: named as it is
   CHECK(message_of([&] {
           (void)rl::autoshard_policy::from_file(file, "f");
-        }).find("'f: metadata.embplan.policy' = \"dreamshard\"") != std::string::npos);
+        }).find("'f: metadata.embplan.policy' = \"neuroshard\"") != std::string::npos);
   // A network with 2 action features more: another architecture.
   nn::autoshard_net other(21, 1, 4);
   auto wide = nn::state_dict(other, {}, rl::autoshard_policy::metadata_text(meta));

@@ -191,8 +191,8 @@ TEST_CASE("dreamshard_cost files: round trip, the authors' export, bad files") {
     auto f = nn::state_dict(cost.network(), {}, {{"embplan.kind", "compute_cost_net"}});
     embplan::io::write_safetensors(path, f);
     const auto msg = message_of([&] { embplan::dreamshard_cost::load(path); });
-    CHECK(msg.find("metadata.embplan.kind") != std::string::npos);
-    CHECK(msg.find("\"compute_cost_net\"") != std::string::npos);
+    CHECK(msg ==
+          path.string() + ": this is a compute cost model, expected a DreamShard cost model");
   }
   SUBCASE("another architecture") {
     auto m = nn::make_dreamshard_model(20, 4, 1);

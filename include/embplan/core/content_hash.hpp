@@ -1,21 +1,27 @@
 #pragma once
-// The content hash of what was planned: the task, the planner's name and the
-// seed, so that two machines can check they planned the same thing. It is
+// The content hash of a plan and what it was planned for: the task, the
+// planner's name, the seed and the plan's shards, so that two machines can
+// check they planned the same thing and `plan --check` can tell a plan edited
+// by hand (a table moved) from the one the planner made. It is
 // FNV-1a 64 over an explicit canonical byte string, so it is the same on
 // every run, platform and compiler (never std::hash, whose values the
 // standard leaves to the implementation).
-// The canonical bytes, version 1 (a change to them changes every hash, and the
+// The canonical bytes, version 2 (a change to them changes every hash, and the
 // golden value in test/core/content_hash_test.cpp says so): a version tag,
 // then every table's name, shape, pooling factor, reuse bins and dtype (and
 // tier and load factor only for a table off hbm, so hashes from before tiers
 // stay), every device's name, memory, bandwidths and cache (and host DRAM only
 // where set), the topology's links and latency, the batch size, the optimizer
-// state, the planner and the seed; integers fixed-width little-endian, f64 as
+// state, the planner and the seed, then the number of shards and every
+// shard in plan order (table, device, columns, rows, replica and
+// data-parallel flags); integers fixed-width little-endian, f64 as
 // its IEEE-754 bit pattern (-0.0 written as +0.0), strings length-prefixed,
 // enums their underlying values (content_hash below writes them in order;
 // docs/design/plan-report.md lists them).
 // The task's own name is a label and is left out: renaming a task does not
-// change what is planned. The library version is not hashed but recorded
+// change what is planned. Not covered: the learned model or policy a planner
+// searched with (--model, --policy) and --constraints; the shards they led to
+// are. The library version is not hashed but recorded
 // beside the hash (plan_provenance), so that a check can tell "a different
 // task" from "another version of embplan".
 
@@ -26,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/version.hpp"
 
@@ -63,11 +70,12 @@ class canonical_hasher {
 
 }  // namespace detail
 
-inline constexpr std::string_view content_hash_format = "embplan.content_hash.v1";
+inline constexpr std::string_view content_hash_format = "embplan.content_hash.v2";
 
-// The hash of (t, planner, seed) as the header comment (and
+// The hash of (t, planner, seed, p) as the header comment (and
 // docs/design/plan-report.md) defines it.
-inline std::uint64_t content_hash(const task& t, std::string_view planner, std::uint64_t seed) {
+inline std::uint64_t content_hash(const task& t, const plan& p, std::string_view planner,
+                                  std::uint64_t seed) {
   detail::canonical_hasher h;
   h.str(content_hash_format);
   h.u64(t.tables.size());
@@ -101,6 +109,17 @@ inline std::uint64_t content_hash(const task& t, std::string_view planner, std::
   h.u8(static_cast<std::uint8_t>(t.optimizer_state));
   h.str(planner);
   h.u64(seed);
+  h.u64(p.shards.size());
+  for (const auto& s : p.shards) {
+    h.u32(s.table);
+    h.u32(s.device);
+    h.i32(s.col_begin);
+    h.i32(s.col_end);
+    h.i64(s.row_begin);
+    h.i64(s.row_end);
+    h.u8(s.replica ? 1 : 0);
+    h.u8(s.data_parallel ? 1 : 0);
+  }
   return h.value();
 }
 
@@ -129,7 +148,8 @@ inline std::optional<std::uint64_t> parse_hash_hex(std::string_view s) noexcept 
 }
 
 // What a plan records of how it was made: the planner, the seed, the content
-// hash of (task, planner, seed) and the version of embplan that planned it.
+// hash of (task, planner, seed, shards) and the version of embplan that
+// planned it.
 struct plan_provenance {
   std::string planner{};
   std::uint64_t seed = 0;
@@ -139,8 +159,9 @@ struct plan_provenance {
   friend bool operator==(const plan_provenance&, const plan_provenance&) = default;
 };
 
-inline plan_provenance provenance_of(const task& t, std::string_view planner, std::uint64_t seed) {
-  return {std::string(planner), seed, content_hash(t, planner, seed), EMBPLAN_VERSION_STRING};
+inline plan_provenance provenance_of(const task& t, const plan& p, std::string_view planner,
+                                     std::uint64_t seed) {
+  return {std::string(planner), seed, content_hash(t, p, planner, seed), EMBPLAN_VERSION_STRING};
 }
 
 }  // namespace embplan::inline EMBPLAN_ABI

@@ -196,9 +196,15 @@ inline dreamshard_cost_metadata dreamshard_metadata_from(const io::safetensors_f
   text("embplan.meter", meta.meter);
   text("embplan.trained_on", meta.trained_on);
   text("embplan.pool_half", meta.pool_half);
+  // The split seed says which half: recorded with the half, never defaulted.
   if (const auto x = md.find("embplan.split_seed"); x != md.end()) {
     meta.split_seed =
         parse_number<std::uint64_t>(x->second, source + ": metadata.embplan.split_seed");
+  } else if (!meta.pool_half.empty() && meta.pool_half != "whole") {
+    embplan::detail::fail_missing(source + ": metadata.embplan.split_seed",
+                                  "the seed that split the pool (recorded with "
+                                  "embplan.pool_half \"" +
+                                      meta.pool_half + "\")");
   }
   if (!meta.pool_half.empty() && meta.pool_half != "train" && meta.pool_half != "test" &&
       meta.pool_half != "whole") {
@@ -339,6 +345,8 @@ class dreamshard_cost {
   // exported from the authors' Model (no metadata: embplan21, meter unknown).
   static dreamshard_cost load(const std::filesystem::path& path) {
     const auto file = io::read_safetensors(path);
+    nn::require_file_kind(file, path.string(), "a DreamShard cost model",
+                          {"a DreamShard cost model", "a DreamShard policy"});
     const auto meta = cost::detail::dreamshard_metadata_from(file, path.string());
     return dreamshard_cost(cost::detail::dreamshard_model_from(file, path.string()), meta);
   }

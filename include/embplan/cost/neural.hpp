@@ -285,6 +285,7 @@ class neural_cost {
 
   static neural_cost load(const std::filesystem::path& path) {
     const auto file = io::read_safetensors(path);
+    nn::require_file_kind(file, path.string(), "a compute cost model", {"a compute cost model"});
     const auto get = [&](const std::string& key) -> std::string {
       const auto it = file.metadata.find(key);
       if (it == file.metadata.end()) {

@@ -216,6 +216,7 @@ class neural_comm {
   static neural_comm load(const std::filesystem::path& path) {
     const auto file = io::read_safetensors(path);
     const std::string src = path.string();
+    nn::require_file_kind(file, src, "a communication cost model", {"a communication cost model"});
     const auto get = [&](const std::string& key) -> const std::string& {
       return cost::detail::require_key(file.metadata, src, key,
                                        "a neural_comm file written by neural_comm::save");

@@ -10,9 +10,10 @@
 // every device) has "data_parallel": true, written only when true (a plan
 // without one reads and writes as before). Any other key is an error naming it.
 // A plan a planner made also records how (core/content_hash.hpp):
-//   "planner": "lookup_greedy", "seed": 0, "content_hash": "e95aeef76cfa0a88",
+//   "planner": "lookup_greedy", "seed": 0, "content_hash": "b986ebf52b58ca3f",
 //   "embplan_version": "0.1.0"
-// all four or none.
+// all four or none; the hash covers the task, planner, seed and the shards, so
+// a plan edited after planning no longer matches it.
 
 #include <cstddef>
 #include <cstdint>

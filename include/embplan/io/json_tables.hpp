@@ -9,6 +9,7 @@
 // Any other key is an error naming it (detail::check_keys): a misspelt or
 // C++-named "weight_dtype" must not leave the table at fp32.
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -39,6 +40,21 @@ inline constexpr std::string_view table_keys[] = {
 static_assert(std::size(table_keys) == 10 + reuse_bin_count);
 
 inline constexpr std::string_view pool_keys[] = {"tables"};
+
+// The range of a table's "pooling_factor" (mean lookups per bag): beyond it,
+// costs of lookups x batch x bytes leave the doubles' range (1e300 priced a
+// device at NaN ms). docs/formats.md documents it.
+inline constexpr double max_pooling_factor = 1e6;
+
+// A number in [lo, hi] (`text` says the range, with its unit, for the
+// message); anything else, non-finite included, names the field, the value
+// and the range.
+inline double number_in(const json& j, std::string_view field, double lo, double hi,
+                        std::string_view text) {
+  const double v = as_double(j, field);
+  if (!std::isfinite(v) || v < lo || v > hi) fail_value(field, j, std::string(text));
+  return v;
+}
 
 // A table's "tier" and "load_factor" keys at `where` (a task's table, or a
 // constraints file's rule): none when neither is there; a load factor
@@ -135,8 +151,9 @@ inline table_spec table_from_json(const nlohmann::json& j, std::string_view wher
       embplan::detail::fail_missing(path(where, "dim"), "a positive integer");
     }
 
-    t.pooling_factor = as_double(require(j, "pooling_factor", where, "a number >= 0"),
-                                 path(where, "pooling_factor"));
+    t.pooling_factor = number_in(require(j, "pooling_factor", where, "a number >= 0"),
+                                 path(where, "pooling_factor"), 0.0, max_pooling_factor,
+                                 "a finite number >= 0 and at most 1e6 (mean lookups per bag)");
     t.reuse_hist = reuse_hist_from_json(j, where, t.pooling_factor);
     if (const json* dt = find(j, "dtype")) {
       const auto field = path(where, "dtype");

@@ -18,6 +18,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,8 +40,17 @@ namespace embplan::inline EMBPLAN_ABI::io {
 
 namespace detail {
 
-// Upper bound on a uniform cluster's "count", so a typo cannot ask for 10^12 devices.
-inline constexpr std::int64_t max_device_count = std::int64_t{1} << 20;
+// Upper bound on a cluster's devices ("count", or "devices" listed), so a typo
+// cannot ask for 10^12 devices; the CLI's --devices maximum too.
+inline constexpr std::int64_t max_device_count = std::int64_t{1} << 16;
+
+// The ranges of a task's numbers (docs/formats.md), so that no later
+// arithmetic leaves the doubles' range: a bandwidth of 1e-320 GB/s priced a
+// device at NaN ms.
+inline constexpr double min_bandwidth_gbps = 1e-3;  // 1 MB/s
+inline constexpr double max_bandwidth_gbps = 1e6;   // 1 PB/s
+inline constexpr double max_collective_latency_ms = 1e6;
+inline constexpr std::string_view bandwidth_range = "a bandwidth from 0.001 to 1e6 GB/s";
 
 inline constexpr std::string_view task_keys[] = {"name", "batch_size", "optimizer", "tables",
                                                  "cluster"};
@@ -59,6 +70,10 @@ inline double positive_number(const json& j, std::string_view field) {
   const double v = as_double(j, field);
   if (!std::isfinite(v) || v <= 0.0) fail_value(field, j, "a positive number");
   return v;
+}
+
+inline double bandwidth_from_json(const json& j, std::string_view field) {
+  return number_in(j, field, min_bandwidth_gbps, max_bandwidth_gbps, bandwidth_range);
 }
 
 // A capacity given as `bytes_key` (a positive integer) or `gib_key` (a
@@ -100,10 +115,10 @@ inline void device_fields_from_json(const json& j, std::string_view where, bool 
   // Host DRAM: 0 (not limited) is its absence, so a given one is positive too.
   capacity_from_json(j, where, "dram_bytes", "dram_gib", d.dram_bytes);
   if (const json* bw = find(j, "memory_bandwidth_gbps")) {
-    d.memory_bandwidth_gbps = positive_number(*bw, path(where, "memory_bandwidth_gbps"));
+    d.memory_bandwidth_gbps = bandwidth_from_json(*bw, path(where, "memory_bandwidth_gbps"));
   }
   if (const json* bw = find(j, "cache_bandwidth_gbps")) {
-    d.cache_bandwidth_gbps = positive_number(*bw, path(where, "cache_bandwidth_gbps"));
+    d.cache_bandwidth_gbps = bandwidth_from_json(*bw, path(where, "cache_bandwidth_gbps"));
   }
   if (const json* c = find(j, "cache_bytes")) {
     d.cache_bytes = as_uint64(*c, path(where, "cache_bytes"));  // 0: no cache
@@ -123,16 +138,29 @@ inline topology topology_from_json(const json& j, std::string_view where) {
   if (devices != nullptr) {
     const auto field = path(where, "devices");
     require_array(*devices, field);
+    if (devices->size() > static_cast<std::size_t>(max_device_count)) {
+      embplan::detail::fail(field, devices->size(), "at most 65536 devices");
+    }
     t.devices.resize(devices->size());
     for (std::size_t i = 0; i < devices->size(); ++i) {
       t.devices[i].name = "cuda:" + std::to_string(i);
       device_fields_from_json((*devices)[i], path(field, i), true, t.devices[i]);
     }
+    // A plan names devices by name: two with one name would be one device to it.
+    std::map<std::string, std::size_t, std::less<>> seen;
+    for (std::size_t i = 0; i < t.devices.size(); ++i) {
+      const auto [at, fresh] = seen.emplace(t.devices[i].name, i);
+      if (!fresh) {
+        embplan::detail::fail(path(path(field, i), "name"), t.devices[i].name,
+                              "a name no other device has (device " + std::to_string(at->second) +
+                                  " is named so too)");
+      }
+    }
   } else if (count != nullptr) {
     const auto field = path(where, "count");
     const std::int64_t n = as_int64(*count, field);
     if (n <= 0 || n > max_device_count) {
-      fail_value(field, *count, "a positive device count up to 2^20");
+      fail_value(field, *count, "a positive device count up to 65536");
     }
     device_spec d;
     if (const json* device = find(j, "device")) {
@@ -149,13 +177,14 @@ inline topology topology_from_json(const json& j, std::string_view where) {
     t.devices_per_host = as_int32(*v, path(where, "devices_per_host"));
   }
   if (const json* v = find(j, "intra_host_bandwidth_gbps")) {
-    t.intra_host_bandwidth_gbps = as_double(*v, path(where, "intra_host_bandwidth_gbps"));
+    t.intra_host_bandwidth_gbps = bandwidth_from_json(*v, path(where, "intra_host_bandwidth_gbps"));
   }
   if (const json* v = find(j, "inter_host_bandwidth_gbps")) {
-    t.inter_host_bandwidth_gbps = as_double(*v, path(where, "inter_host_bandwidth_gbps"));
+    t.inter_host_bandwidth_gbps = bandwidth_from_json(*v, path(where, "inter_host_bandwidth_gbps"));
   }
   if (const json* v = find(j, "collective_latency_ms")) {
-    t.collective_latency_ms = as_double(*v, path(where, "collective_latency_ms"));
+    t.collective_latency_ms = number_in(*v, path(where, "collective_latency_ms"), 0.0,
+                                        max_collective_latency_ms, "a latency from 0 to 1e6 ms");
   }
   return t;
 }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -163,6 +164,48 @@ io::safetensors_file state_dict(const M& m, std::string_view prefix = {},
     out.tensors.emplace(name, std::move(t));
   }
   return out;
+}
+
+// What a file of embplan's models and policies holds, as a phrase for
+// messages ("an AutoShard policy"): from its metadata ("embplan.policy",
+// "embplan.kind") where it has them, else from its tensor names (a state_dict
+// exported from the papers' models has no metadata); empty where neither
+// tells.
+inline std::string file_kind(const io::safetensors_file& file) {
+  const auto meta = [&](const char* key) -> std::string {
+    const auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? std::string() : it->second;
+  };
+  const auto has = [&](const char* name) { return file.tensors.count(name) > 0; };
+  const auto policy = meta("embplan.policy");
+  if (policy == "autoshard") return "an AutoShard policy";
+  if (policy == "dreamshard") return "a DreamShard policy";
+  const auto kind = meta("embplan.kind");
+  if (kind == "compute_cost_net") return "a compute cost model";
+  if (kind == "comm_cost_net") return "a communication cost model";
+  if (kind == "dreamshard_model") return "a DreamShard cost model";
+  if (!policy.empty() || !kind.empty()) return {};  // named, but not a kind known here
+  if (has("a_fc_0.weight") && has("t_fc_0.weight")) return "an AutoShard policy";
+  if (has("policy_net.weight")) return "a DreamShard policy";
+  if (has("c_hidden.0.weight")) return "a compute cost model";
+  if (has("forward.hidden.0.weight") || has("hidden.0.weight")) {
+    return "a communication cost model";
+  }
+  return {};
+}
+
+// Refuses a file that is recognisably another kind (file_kind) than the
+// `accepted` ones: "<source>: this is a DreamShard policy, expected an
+// AutoShard policy" (`expected` says what was wanted). A file of no kind
+// known here is left to the loader, which names the tensors it lacks.
+inline void require_file_kind(const io::safetensors_file& file, const std::string& source,
+                              std::string_view expected,
+                              std::initializer_list<std::string_view> accepted) {
+  const auto kind = file_kind(file);
+  if (kind.empty()) return;
+  for (const auto a : accepted)
+    if (kind == a) return;
+  throw error(source + ": this is " + kind + ", expected " + std::string(expected));
 }
 
 template <model M>

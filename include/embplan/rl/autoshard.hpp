@@ -390,8 +390,14 @@ class autoshard_policy {
   }
 
   // A policy from a file's tensors and metadata (`source` names it in errors).
-  // A file of another policy or architecture is refused naming the field.
+  // A file of another kind ("<file>: this is a DreamShard policy, expected an
+  // AutoShard policy"), policy or architecture is refused naming it. The six
+  // feature statistics are required: the features are normalised by them, so
+  // a file without one (an exported state_dict, a hand-edited file) would
+  // place tables otherwise; the meter, hyperparameters and learning curve are
+  // labels, optional (docs/formats.md).
   static autoshard_policy from_file(const io::safetensors_file& file, const std::string& source) {
+    nn::require_file_kind(file, source, "an AutoShard policy", {"an AutoShard policy"});
     const auto policy = file.metadata.find("embplan.policy");
     if (policy != file.metadata.end() && policy->second != "autoshard") {
       embplan::detail::fail(source + ": metadata.embplan.policy", policy->second,
@@ -401,8 +407,13 @@ class autoshard_policy {
     for (std::size_t k = 0; k < 3; ++k) {
       const auto read = [&](const std::string& key, double& out) {
         const auto it = file.metadata.find(key);
-        if (it != file.metadata.end())
-          out = cost::detail::parse_number<double>(it->second, source + ": metadata." + key);
+        if (it == file.metadata.end()) {
+          embplan::detail::fail_missing(
+              source + ": metadata." + key,
+              "the feature statistic the policy was trained with (a file of `embplan train "
+              "autoshard` records all six)");
+        }
+        out = cost::detail::parse_number<double>(it->second, source + ": metadata." + key);
       };
       read(std::string("embplan.autoshard.mean.") + autoshard_feature_stats::names[k],
            meta.stats.mean[k]);

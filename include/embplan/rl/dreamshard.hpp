@@ -200,6 +200,9 @@ class dreamshard_policy {
   static dreamshard_policy load(const std::filesystem::path& path) {
     const auto file = io::read_safetensors(path);
     const std::string source = path.string();
+    // DreamShard's one network holds both branches: a cost model's file loads too.
+    nn::require_file_kind(file, source, "a DreamShard policy",
+                          {"a DreamShard policy", "a DreamShard cost model"});
     dreamshard_policy_metadata meta;
     meta.cost = cost::detail::dreamshard_metadata_from(file, source);
     detail::mdp_read_training_metadata(file.metadata, source, meta.hyperparameters,
