@@ -21,6 +21,8 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "embplan/core/error.hpp"
@@ -63,10 +65,51 @@ struct collect_args {
   bool reference = false;
   double reference_ms = 0.0;
   bool quiet = false;
+  // The subcommand (add_collect_options): which options were given, so that
+  // one the kind or mode ignores is refused.
+  const CLI::App* app = nullptr;
 };
+
+// The kinds of collect each option applies to (one not listed: both). The
+// protocol's --warmup, --runs and --drop time the compute meter and, under
+// mpirun, the measured all-to-all; comm in a world of one is priced by the
+// analytic model, which takes none.
+inline constexpr std::pair<std::string_view, std::string_view> collect_option_kinds[] = {
+    {"--max-weight-mib", "compute"}, {"--min-tables", "compute"}, {"--max-tables", "compute"},
+    {"--flush-mib", "compute"},      {"--reference", "compute"},  {"--reference-ms", "compute"},
+    {"--devices", "comm"},           {"--min-place", "comm"},     {"--max-place", "comm"},
+    {"--max-start-ms", "comm"},      {"--memory-gib", "comm"},    {"--warmup", "protocol"},
+    {"--runs", "protocol"},          {"--drop", "protocol"},
+};
+
+// Refuses an option given that the kind (or, for the protocol, the world)
+// ignores, naming it, its value and where it applies.
+inline void check_collect_options_apply(const collect_args& a, const world& w) {
+  if (a.app == nullptr) return;
+  for (const CLI::Option* opt : a.app->get_options()) {
+    if (opt->count() == 0) continue;
+    const std::string flag = opt->get_name();
+    for (const auto& [name, kinds] : collect_option_kinds) {
+      if (name != flag) continue;
+      const bool protocol = kinds == "protocol";
+      if (protocol ? a.kind == "compute" || w.size() > 1 : kinds == a.kind) continue;
+      std::string shown;
+      for (const auto& r : opt->results())
+        shown += (shown.empty() ? "" : ",") + r;
+      const std::string where =
+          protocol ? "only with collect compute, or collect comm under mpirun (without MPI ranks "
+                     "the analytic model prices the all-to-alls: nothing is timed)"
+                   : "only with collect " + std::string(kinds) + " (collect " + a.kind +
+                         " takes no " + flag + ")";
+      throw embplan::error(
+          embplan::detail::field_message(flag, shown.empty() ? "true" : shown, where));
+    }
+  }
+}
 
 // The options `embplan collect` and `embplan_gpu collect` share.
 inline void add_collect_options(CLI::App* app, collect_args& a) {
+  a.app = app;
   app->add_option("--out", a.out, "JSON-lines file (appended; ids on file are skipped)")
       ->required();
   add_int_option(app, "--samples", a.samples, "sample ids 0..N-1 to have on file", 0, 1e9)
@@ -96,6 +139,11 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
     embplan::detail::fail("collect.kind", a.kind, "\"compute\" or \"comm\"");
   }
   if (a.out.empty()) embplan::detail::fail("collect.out", "\"\"", "an output path");
+  check_collect_options_apply(a, w);
+  // The records file, before any work: a regular file (or a new one) this
+  // process may append to (recorded_ids below refuses a directory, device
+  // or FIFO as every reader does).
+  check_output_path("--out", a.out);
   if (a.samples < 0) embplan::detail::fail("collect.samples", a.samples, "a count >= 0");
   if (!(a.memory_gib > 0.0)) embplan::detail::fail("collect.memory_gib", a.memory_gib, "> 0");
   const auto pool = a.pool.empty()
@@ -153,8 +201,13 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
     });
   }
 
-  // Every rank reads what is on file before rank 0 appends to it.
-  const auto done = eb::recorded_ids(a.out);
+  // Every rank reads what is on file before rank 0 appends to it; every
+  // record on file must have been made with this run's settings.
+  const std::string meter =
+      a.kind == "compute" ? compute_meter_name : (mpi_comm ? "mpi-alltoallv" : "analytic");
+  eb::record_settings settings{.kind = a.kind, .meter = meter, .batch_size = a.batch_size};
+  if (a.kind == "compute" && reference) settings.reference_ms = a.reference_ms;
+  const auto done = eb::recorded_ids(a.out, &settings);
   w.barrier();
   std::vector<std::int64_t> todo;
   for (std::int64_t id = 0; id < a.samples; ++id)
@@ -166,8 +219,6 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
     file.open(a.out, std::ios::app);
     if (!file) embplan::detail::fail("collect.out", a.out, "a writable file");
   }
-  const std::string meter =
-      a.kind == "compute" ? compute_meter_name : (mpi_comm ? "mpi-alltoallv" : "analytic");
   if (w.rank() == 0 && !a.quiet) {
     std::cerr << "embplan collect " << a.kind << ": " << todo.size() << " samples to measure ("
               << (a.samples - static_cast<std::int64_t>(todo.size())) << " already in " << a.out
@@ -179,12 +230,20 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
   std::size_t written = 0;
   const auto append = [&](const std::vector<std::string>& lines) {
     std::size_t n = 0;
+    // Each record whole, in one write, flushed: a kill leaves at most a torn
+    // last line, which the next run drops (truncate_torn_tail).
     for (const auto& line : lines) {
       if (line.empty()) continue;
-      file << line << '\n';
+      const std::string whole = line + '\n';
+      file.write(whole.data(), static_cast<std::streamsize>(whole.size()));
+      file.flush();
+      if (!file) {
+        embplan::detail::fail("--out", a.out,
+                              "a file the records can be appended to (a write failed after " +
+                                  std::to_string(written + n) + " records of this run)");
+      }
       ++n;
     }
-    file.flush();
     written += n;
     bar.advance(n);
   };

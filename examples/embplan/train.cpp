@@ -29,6 +29,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
@@ -136,7 +137,110 @@ meter_choice training_meter(const train_args& a) {
   return meter_of(library_meter_args(a), planning_model{});
 }
 
+embplan::rl::train_inputs training_inputs(const train_args& a,
+                                          const std::map<std::string, std::string>& options) {
+  // The library's option names and the flags that set them.
+  static constexpr std::pair<std::string_view, std::string_view> flags[] = {
+      {"iterations", "--iterations"},
+      {"collect", "--collect"},
+      {"cost_steps", "--cost-steps"},
+      {"cost_batch", "--cost-batch"},
+      {"rl_steps", "--rl-steps"},
+      {"episodes", "--episodes"},
+      {"lr", "--lr"},
+      {"learning_rate", "--lr"},
+      {"entropy_weight", "--entropy-weight"},
+      {"entropy_cost", "--entropy-weight"},
+      {"max_grad_norm", "--max-grad-norm"},
+      {"seed", "--seed"},
+      {"head_init", "--policy-head-init"},
+      {"updates", "--updates"},
+      {"batch", "--batch"},
+      {"policy_lag", "--policy-lag"},
+      {"baseline_cost", "--baseline-cost"},
+      {"cost_updates", "--cost-updates"},
+      {"cost_buffer", "--cost-buffer"},
+  };
+  embplan::rl::train_inputs in;
+  for (const auto& [key, value] : options) {
+    if (key == "iterations_done") continue;  // the progress, not an input
+    std::string field = "options." + key;    // one no flag sets
+    for (const auto& [name, flag] : flags)
+      if (name == key) field = flag;
+    in[field] = value;
+  }
+  in["--tasks"] = embplan::rl::content_fingerprint(a.tasks);
+  in["--pool"] =
+      a.pool.empty() ? "the synthetic pool (seed 0)" : embplan::rl::content_fingerprint(a.pool);
+  in["--split-seed"] = std::to_string(a.split_seed);
+  in["--meter"] = a.meter;
+  in["--reference"] = a.reference || a.reference_ms > 0.0 ? "true" : "false";
+  in["--reference-ms"] = embplan::rl::detail::mdp_number_text(a.reference_ms);
+  in["--flush-mib"] = std::to_string(a.flush_mib);
+  return in;
+}
+
 namespace {
+
+// The kinds of `train` each option applies to (one not listed: every kind).
+// An option given for another kind is refused: it would be ignored.
+constexpr std::pair<std::string_view, std::string_view> train_option_kinds[] = {
+    {"--data", "compute comm"},
+    {"--tasks", "dreamshard autoshard"},
+    {"--pool", "compute dreamshard autoshard"},
+    {"--features", "compute"},
+    {"--target", "compute"},
+    {"--loss", "compute"},
+    {"--epochs", "compute comm"},
+    {"--split-seed", "compute dreamshard autoshard"},
+    {"--eval", "compute comm"},
+    {"--meter", "dreamshard autoshard"},
+    {"--reference", "dreamshard autoshard"},
+    {"--reference-ms", "dreamshard autoshard"},
+    {"--flush-mib", "dreamshard autoshard"},
+    {"--iterations", "dreamshard"},
+    {"--collect", "dreamshard"},
+    {"--cost-steps", "dreamshard"},
+    {"--cost-batch", "dreamshard autoshard"},
+    {"--rl-steps", "dreamshard"},
+    {"--episodes", "dreamshard"},
+    {"--lr", "dreamshard autoshard"},
+    {"--entropy-weight", "dreamshard autoshard"},
+    {"--max-grad-norm", "dreamshard autoshard"},
+    {"--policy-head-init", "dreamshard"},
+    {"--updates", "autoshard"},
+    {"--batch", "autoshard"},
+    {"--actors", "autoshard"},
+    {"--policy-lag", "autoshard"},
+    {"--cost-updates", "autoshard"},
+    {"--cost-buffer", "autoshard"},
+    {"--baseline-cost", "autoshard"},
+    {"--checkpoint", "dreamshard autoshard"},
+    {"--resume", "dreamshard autoshard"},
+};
+
+void check_options_apply(const train_args& a) {
+  for (const auto& [flag, value] : a.given) {
+    for (const auto& [name, kinds] : train_option_kinds) {
+      if (name != flag) continue;
+      std::string words(kinds);
+      bool applies = false;
+      std::string listed;
+      for (std::size_t at = 0; at < words.size();) {
+        const auto end = std::min(words.find(' ', at), words.size());
+        const std::string kind = words.substr(at, end - at);
+        applies = applies || kind == a.kind;
+        listed += (listed.empty() ? "" : " or ") + kind;
+        at = end + 1;
+      }
+      if (!applies) {
+        throw embplan::error(embplan::detail::field_message(
+            flag, value,
+            "only with train " + listed + " (train " + a.kind + " takes no " + flag + ")"));
+      }
+    }
+  }
+}
 
 constexpr const char* dreamshard_comm_text =
     "communication: the analytic all-to-all model (not measured)";
@@ -166,12 +270,8 @@ int run_train_dreamshard(const train_args& a, const world& w) {
   o.head_init = rl::parse_policy_head_init(a.head_init, "--policy-head-init");
   // Every option checked before the first line of output.
   if (a.tasks.empty()) embplan::detail::fail("--tasks", "(none)", "a tasks file for dreamshard");
-  if (!a.data.empty()) {
-    embplan::detail::fail("--data", a.data, "no --data for dreamshard (it takes --tasks)");
-  }
   check_training_meter(a, "dreamshard");
   if (!(o.lr > 0.0)) embplan::detail::fail("--lr", o.lr, "a learning rate > 0");
-  check_output_path("--checkpoint", a.checkpoint);
   if (!a.resume.empty() && !std::filesystem::exists(a.resume)) {
     embplan::detail::fail("--resume", a.resume, "a checkpoint file (--checkpoint)");
   }
@@ -193,7 +293,11 @@ int run_train_dreamshard(const train_args& a, const world& w) {
                             "one device per MPI rank (" + std::to_string(w.size()) + " ranks)");
     }
   }
-  auto state = a.resume.empty() ? rl::dreamshard_train_start(o) : rl::load_checkpoint(a.resume, o);
+  // What the run is bound to: a checkpoint records it, a resume must match it.
+  auto inputs = training_inputs(a, rl::dreamshard_hyperparameters(o, 0));
+  inputs["mpirun ranks"] = std::to_string(w.size());
+  auto state =
+      a.resume.empty() ? rl::dreamshard_train_start(o) : rl::load_checkpoint(a.resume, o, inputs);
   const auto chosen = training_meter(a);
   const auto& meter = chosen.meter;
   const std::string meter_text = mpi ? dreamshard_mpi_meter_text : without_comm(chosen.text);
@@ -242,7 +346,7 @@ int run_train_dreamshard(const train_args& a, const world& w) {
   const auto started = progress::clock::now();
   while (state.iteration < o.iterations) {
     rl::dreamshard_train(tasks, measure, o, state, embplan::memory_capacity{}, on_iteration, 1);
-    if (!a.checkpoint.empty() && speaks) rl::save_checkpoint(a.checkpoint, state, o);
+    if (!a.checkpoint.empty() && speaks) rl::save_checkpoint(a.checkpoint, state, o, inputs);
     bar.advance();
   }
   bar.clear();
@@ -342,7 +446,9 @@ int run_train(const train_args& a) {
     embplan::detail::fail("train.kind", a.kind,
                           "\"compute\", \"comm\", \"dreamshard\" or \"autoshard\"");
   }
-  check_output_path("--out", a.out);
+  check_options_apply(a);
+  // Every file the run writes, before any work.
+  check_output_paths({{"--out", &a.out}, {"--checkpoint", &a.checkpoint}});
   if (a.kind == "dreamshard" || a.kind == "autoshard") {
     const world w;
     const auto run = [&] {
@@ -545,7 +651,17 @@ command add_train(CLI::App& app, std::shared_ptr<const program_meter> own) {
                   "dreamshard, autoshard: continue from a --checkpoint file, with the same options "
                   "(bit-equal to "
                   "an uninterrupted run)");
-  return {sub, [a] { return run_train(*a); }};
+  return {sub, [a, sub] {
+            a->given.clear();
+            for (const CLI::Option* opt : sub->get_options()) {
+              if (opt->count() == 0) continue;
+              std::string shown;
+              for (const auto& r : opt->results())
+                shown += (shown.empty() ? "" : ",") + r;
+              a->given.emplace_back(opt->get_name(), shown.empty() ? "true" : shown);
+            }
+            return run_train(*a);
+          }};
 }
 
 }  // namespace embplan_cli

@@ -3,10 +3,12 @@
 // translation unit of its own (train_autoshard.cpp), and what both do across
 // MPI ranks (world.cpp).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "embplan/core/costs.hpp"
@@ -15,6 +17,7 @@
 #include "embplan/core/task.hpp"
 #include "embplan/rl/autoshard_train.hpp"
 #include "embplan/rl/dreamshard_train.hpp"
+#include "embplan/rl/train_inputs.hpp"
 #include "models.hpp"
 
 namespace embplan_cli {
@@ -54,6 +57,9 @@ struct train_args {
   embplan::rl::autoshard_train_options autoshard{};
   // The program's own meter (embplan_gpu: cuda), which --meter also takes; null: none.
   std::shared_ptr<const program_meter> own{};
+  // The options given on the command line (flag, value as typed), filled by
+  // add_train before the run: an option the kind ignores is refused.
+  std::vector<std::pair<std::string, std::string>> given{};
 };
 
 // The tasks of `train dreamshard|autoshard`: every dim a multiple of 4 (the
@@ -74,6 +80,15 @@ std::string pool_half_of_tasks(std::span<const embplan::task> tasks,
 // factory may throw where it cannot run, e.g. no GPU).
 void check_training_meter(const train_args& a, std::string_view kind);
 meter_choice training_meter(const train_args& a);
+
+// What a run of train dreamshard|autoshard is bound to besides the library's
+// options (which `options` holds, by the library's names): the tasks file's
+// content, the pool, the split seed, the meter and its settings, and (world
+// of several ranks, dreamshard) the rank count, each under its flag; the
+// library's options under their flags too, so that a checkpoint resumed with
+// any of them changed is refused naming the flag and both values.
+embplan::rl::train_inputs training_inputs(const train_args& a,
+                                          const std::map<std::string, std::string>& options);
 
 // `embplan train autoshard` (train_autoshard.cpp).
 int run_train_autoshard(const train_args& a, const world& w);

@@ -39,21 +39,20 @@ int run_train_autoshard(const train_args& a, const world& w) {
   if (a.cost_batch > 0) o.cost_batch = a.cost_batch;
   // Every option checked before the first line of output.
   if (a.tasks.empty()) embplan::detail::fail("--tasks", "(none)", "a tasks file for autoshard");
-  if (!a.data.empty()) {
-    embplan::detail::fail("--data", a.data, "no --data for autoshard (it takes --tasks)");
-  }
   check_training_meter(a, "autoshard");
   if (!(o.learning_rate > 0.0)) {
     embplan::detail::fail("--lr", o.learning_rate, "a learning rate > 0");
   }
-  check_output_path("--checkpoint", a.checkpoint);
   if (!a.resume.empty() && !std::filesystem::exists(a.resume)) {
     embplan::detail::fail("--resume", a.resume, "a checkpoint file (--checkpoint)");
   }
   const auto tasks = load_training_tasks(a.tasks, /*one_device_count=*/false);
   const auto pool = load_pool(a.pool);
-  auto state =
-      a.resume.empty() ? rl::autoshard_initial_state(tasks, o) : rl::load_checkpoint(a.resume, o);
+  // What the run is bound to: a checkpoint records it, a resume must match it
+  // (not the actors, MPI ranks or threads: the policy does not depend on them).
+  const auto inputs = training_inputs(a, rl::autoshard_hyperparameters(o));
+  auto state = a.resume.empty() ? rl::autoshard_initial_state(tasks, o)
+                                : rl::load_checkpoint(a.resume, o, inputs);
   const auto chosen = training_meter(a);
   const auto& meter = chosen.meter;
   const bool mpi = w.size() > 1;
@@ -94,7 +93,7 @@ int run_train_autoshard(const train_args& a, const world& w) {
   std::vector<rl::autoshard_progress> rows;
   const auto on_update = [&](const rl::autoshard_progress& p) {
     rows.push_back(p);
-    if (!a.checkpoint.empty() && speaks) rl::save_checkpoint(a.checkpoint, state, o);
+    if (!a.checkpoint.empty() && speaks) rl::save_checkpoint(a.checkpoint, state, o, inputs);
     bar.note(std::to_string(p.episodes) + " episodes, " + std::to_string(p.measured) +
              " measured, balance " + fixed(p.running_balance, 3));
     bar.advance();

@@ -86,6 +86,10 @@ inline std::vector<std::int64_t> record_ids(const fs::path& p) {
 inline const std::string quick_collect =
     " --batch-size 32 --max-weight-mib 8 --warmup 1 --runs 3 --drop 1 --quiet --out ";
 
+// quick_collect for `collect comm` in a world of one (the analytic model: no
+// meter options, no protocol).
+inline const std::string quick_comm = " --batch-size 32 --quiet --out ";
+
 // The CPU meter's cache flush in these tests: an 8 MiB buffer, not twice the
 // machine's last-level cache (a VM may report its host's 480 MiB: 960 MiB
 // written before every timed run, nine tenths of the suite's time). The flush

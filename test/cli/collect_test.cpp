@@ -89,12 +89,11 @@ TEST_CASE("collect compute --reference: every record scaled to one reference tim
 TEST_CASE("--reference: bad input names the flag or field and the value") {
   auto r = run("collect comm --reference --samples 1 --out " + (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
-  CHECK(r.err.find("collect.reference") != std::string::npos);
-  CHECK(r.err.find("true") != std::string::npos);
+  CHECK(r.err.find("'--reference' = true: expected only with collect compute") !=
+        std::string::npos);
   r = run("collect comm --flush-mib 8 --samples 1 --out " + (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
-  CHECK(r.err.find("collect.flush_mib") != std::string::npos);
-  CHECK(r.err.find("8") != std::string::npos);
+  CHECK(r.err.find("'--flush-mib' = 8: expected only with collect compute") != std::string::npos);
   r = run("collect compute --reference-ms -1 --samples 1 --out " +
           (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
@@ -114,7 +113,7 @@ TEST_CASE("--reference: bad input names the flag or field and the value") {
 TEST_CASE("collect comm without MPI ranks: analytic meter, per-device costs") {
   const auto out = scratch() / "comm.jsonl";
   fs::remove(out);
-  const auto r = run("collect comm --samples 2 --devices 4" + quick_collect + out.string());
+  const auto r = run("collect comm --samples 2 --devices 4" + quick_comm + out.string());
   REQUIRE(r.code == 0);
   std::ifstream in(out);
   std::string line;
@@ -192,7 +191,8 @@ TEST_CASE(
 
   const auto comm = scratch() / "mpi-comm.jsonl";
   fs::remove(comm);
-  r = run_mpi(2, "collect comm --samples 2 --max-start-ms 2" + quick_collect + comm.string());
+  r = run_mpi(2, "collect comm --samples 2 --max-start-ms 2 --warmup 1 --runs 3 --drop 1" +
+                     quick_comm + comm.string());
   INFO(r.err);
   REQUIRE(r.code == 0);
   std::ifstream c(comm);
@@ -221,4 +221,62 @@ TEST_CASE("collect under mpirun: skipped, embplan was built without MPI") {
 TEST_CASE("collect refuses dims that are not multiples of 4") {
   check_refused("collect compute --out " + (scratch() / "c.jsonl").string() + " --dims 4,6",
                 {"dims[1]", "6", "multiple of 4"});
+}
+
+TEST_CASE("collect --out: a directory or device is refused before any work, naming it") {
+  const auto dir = scratch() / "collect-out-dir";
+  fs::create_directories(dir);
+  check_refused("collect comm --samples 2" + quick_comm + dir.string(),
+                {"'--out'", dir.string(), "not a directory"});
+  check_refused("collect compute --samples 1" + quick_compute + dir.string(),
+                {"'--out'", dir.string()});
+  check_refused("collect comm --samples 2" + quick_comm + "/dev/full", {"'--out'", "/dev/full"});
+}
+
+TEST_CASE("collect: appending to records made with other settings is refused, naming both") {
+  const auto comm = scratch() / "bound-comm.jsonl";
+  fs::remove(comm);
+  REQUIRE(run("collect comm --samples 2" + quick_comm + comm.string()).code == 0);
+  // Another batch size: what a record means changes; refused, the file untouched.
+  check_refused(
+      "collect comm --samples 3 --batch-size 64 --quiet --out " + comm.string(),
+      {"'--batch-size' = 64: expected 32, what the records of", comm.string(), "(line 1)"});
+  CHECK(record_ids(comm) == std::vector<std::int64_t>{0, 1});
+  // Compute records onto comm records, and the reverse.
+  check_refused("collect compute --samples 3" + quick_compute + comm.string(),
+                {"'collect.kind' = \"compute\": expected \"comm\""});
+  const auto compute = scratch() / "bound-compute.jsonl";
+  fs::remove(compute);
+  REQUIRE(run("collect compute --samples 1" + quick_compute + compute.string()).code == 0);
+  check_refused("collect comm --samples 3" + quick_comm + compute.string(),
+                {"'collect.kind' = \"comm\": expected \"compute\""});
+  // A drift reference the records were not scaled to.
+  check_refused("collect compute --samples 2 --reference-ms 2.5" + quick_compute + compute.string(),
+                {"'--reference-ms' = 2.5: expected no drift reference"});
+  CHECK(record_ids(compute) == std::vector<std::int64_t>{0});
+  // The same settings: appended.
+  const auto r = run("collect comm --samples 3" + quick_comm + comm.string());
+  CHECK(r.code == 0);
+  CHECK(record_ids(comm) == std::vector<std::int64_t>{0, 1, 2});
+}
+
+TEST_CASE("collect: an option the kind or mode ignores is refused, naming it and the kind") {
+  const auto out = (scratch() / "unused.jsonl").string();
+  check_refused("collect comm --max-weight-mib 8 --out " + out,
+                {"'--max-weight-mib' = 8: expected only with collect compute (collect comm takes "
+                 "no --max-weight-mib)"});
+  check_refused("collect comm --min-tables 2 --out " + out, {"'--min-tables' = 2", "compute"});
+  check_refused("collect comm --max-tables 2 --out " + out, {"'--max-tables' = 2", "compute"});
+  check_refused("collect comm --reference-ms 2 --out " + out, {"'--reference-ms' = 2", "compute"});
+  check_refused("collect compute --devices 4 --out " + out,
+                {"'--devices' = 4: expected only with collect comm"});
+  check_refused("collect compute --min-place 4 --out " + out, {"'--min-place' = 4", "comm"});
+  check_refused("collect compute --max-place 4 --out " + out, {"'--max-place' = 4", "comm"});
+  check_refused("collect compute --max-start-ms 4 --out " + out, {"'--max-start-ms' = 4", "comm"});
+  check_refused("collect compute --memory-gib 2 --out " + out, {"'--memory-gib' = 2", "comm"});
+  // Without MPI ranks the analytic model prices comm samples: nothing is timed.
+  check_refused("collect comm --runs 3 --out " + out,
+                {"'--runs' = 3: expected only with collect compute, or collect comm under mpirun"});
+  check_refused("collect comm --warmup 1 --out " + out, {"'--warmup' = 1"});
+  check_refused("collect comm --drop 0 --out " + out, {"'--drop' = 0"});
 }

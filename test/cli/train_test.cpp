@@ -38,8 +38,7 @@ TEST_CASE("train comm and train compute fit collected records and write a model 
   // Comm: analytic records (no MPI ranks), which the net can learn.
   const auto records = scratch() / "train-comm.jsonl";
   fs::remove(records);
-  REQUIRE(run("collect comm --samples 60 --devices 4" + quick_collect + records.string()).code ==
-          0);
+  REQUIRE(run("collect comm --samples 60 --devices 4" + quick_comm + records.string()).code == 0);
   const auto model = scratch() / "comm-model.safetensors";
   fs::remove(model);
   const auto r =
@@ -275,7 +274,7 @@ TEST_CASE("train dreamshard and --policy: bad input names the flag or field and 
       std::string(EMBPLAN_SOURCE_DIR) + "/data/cost/cpu_compute_model.safetensors";
   check_refused(
       "plan --task " + small_tasks().string() + " --planner dreamshard --policy " + cost_model,
-      {"cpu_compute_model.safetensors", "embplan.kind"});
+      {cost_model + ": this is a compute cost model, expected a DreamShard policy"});
   check_refused("plan --task " + small_tasks().string() +
                     " --planner dreamshard --policy /nonexistent/policy.safetensors",
                 {"--policy", "/nonexistent/policy.safetensors"});
@@ -404,7 +403,7 @@ TEST_CASE("train autoshard and --autoshard-policy: bad input names the flag or f
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/dreamshard_cpu_4dev.safetensors";
   check_refused("plan --task " + small_tasks().string() +
                     " --planner autoshard --autoshard-policy " + dreamshard,
-                {"dreamshard_cpu_4dev.safetensors: metadata.embplan.policy", "\"dreamshard\""});
+                {dreamshard + ": this is a DreamShard policy, expected an AutoShard policy"});
   check_refused("plan --task " + small_tasks().string() +
                     " --planner autoshard --autoshard-policy /nonexistent/p.safetensors",
                 {"--autoshard-policy", "/nonexistent/p.safetensors"});
@@ -500,3 +499,134 @@ TEST_CASE(
 }
 
 #endif
+
+TEST_CASE("train dreamshard --resume: bound to the tasks, meter and options it started with") {
+  const std::string tasks = dreamshard_tasks().string();
+  const auto ckpt = scratch() / "dreamshard-bound-ckpt.safetensors";
+  const auto out = scratch() / "dreamshard-bound.safetensors";
+  fs::remove(ckpt);
+  const std::string run_args =
+      " --quiet --iterations 2 --collect 3 --cost-steps 4 --cost-batch 8 "
+      "--rl-steps 2 --episodes 3 --seed 3 --out " +
+      out.string();
+  REQUIRE(run("train dreamshard --tasks " + tasks + " --meter analytic" + run_args +
+              " --checkpoint " + ckpt.string())
+              .code == 0);
+  const std::string resume = " --resume " + ckpt.string();
+  // Another meter: refused, naming the flag and both values, before any work.
+  check_refused("train dreamshard --tasks " + tasks + " --meter cpu" + run_args + resume,
+                {"'--meter' = \"cpu\"", "expected \"analytic\"", ckpt.string()});
+  // Another tasks file (other content): refused, both contents' fingerprints named.
+  const auto other = scratch() / "dreamshard-other-tasks.json";
+  REQUIRE(run("tasks --protocol dreamshard --devices 2 --tables 8 --count 3 --seed 9 --out " +
+              other.string())
+              .code == 0);
+  check_refused(
+      "train dreamshard --tasks " + other.string() + " --meter analytic" + run_args + resume,
+      {"'--tasks' = \"fnv1a64:", "expected \"fnv1a64:"});
+  // Another learning rate or head: refused under its flag.
+  check_refused(
+      "train dreamshard --tasks " + tasks + " --meter analytic --lr 0.001" + run_args + resume,
+      {"'--lr' = \"0.001\"", "expected \"0.00050000000000000001\""});
+  check_refused("train dreamshard --tasks " + tasks + " --meter analytic --policy-head-init torch" +
+                    run_args + resume,
+                {"'--policy-head-init' = \"torch\"", "expected \"zero\""});
+  // The same content under another name: the same run, resumed.
+  const auto copy = scratch() / "dreamshard-tasks-copy.json";
+  fs::copy_file(tasks, copy, fs::copy_options::overwrite_existing);
+  const auto r =
+      run("train dreamshard --tasks " + copy.string() + " --meter analytic" + run_args + resume);
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("resumed from") != std::string::npos);
+}
+
+TEST_CASE("train autoshard --resume: bound to the tasks, meter and options it started with") {
+  const std::string tasks = autoshard_tasks().string();
+  const auto ckpt = scratch() / "autoshard-bound-ckpt.safetensors";
+  const auto out = scratch() / "autoshard-bound.safetensors";
+  fs::remove(ckpt);
+  const std::string common =
+      "train autoshard --tasks " + tasks + tiny_autoshard + " --out " + out.string();
+  REQUIRE(run(common + " --checkpoint " + ckpt.string()).code == 0);
+  const std::string resume = " --resume " + ckpt.string();
+  check_refused("train autoshard --tasks " + tasks + " --meter cpu --updates 3 --batch 4 " +
+                    "--cost-updates 2 --cost-batch 8 --quiet --out " + out.string() + resume,
+                {"'--meter' = \"cpu\"", "expected \"analytic\""});
+  check_refused(common + " --split-seed 4" + resume, {"'--split-seed' = \"4\"", "expected \"0\""});
+  check_refused(common + " --baseline-cost 0.25" + resume,
+                {"'--baseline-cost' = \"0.25\"", "expected \"0.5\""});
+  const auto other = scratch() / "autoshard-other-tasks.json";
+  REQUIRE(run("tasks --protocol autoshard --devices 3 --tables 12 --count 3 --half train --seed 9 "
+              "--out " +
+              other.string())
+              .code == 0);
+  check_refused("train autoshard --tasks " + other.string() + tiny_autoshard + " --out " +
+                    out.string() + resume,
+                {"'--tasks' = \"fnv1a64:", "expected \"fnv1a64:"});
+  // The actors are not bound: the policy does not depend on them.
+  const auto r = run(common + " --actors 2" + resume);
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("resumed from") != std::string::npos);
+}
+
+TEST_CASE("train: an option the kind ignores is refused, naming the option and the kind") {
+  const auto out = (scratch() / "unused.safetensors").string();
+  const std::string tasks = dreamshard_tasks().string();
+  check_refused("train compute --data x.jsonl --checkpoint c.safetensors --out " + out,
+                {"'--checkpoint' = c.safetensors",
+                 "expected only with train dreamshard or autoshard (train compute takes no "
+                 "--checkpoint)"});
+  check_refused("train dreamshard --tasks " + tasks + " --updates 3 --out " + out,
+                {"'--updates' = 3", "expected only with train autoshard"});
+  check_refused("train autoshard --tasks " + tasks + " --iterations 2 --out " + out,
+                {"'--iterations' = 2", "expected only with train dreamshard"});
+  check_refused("train autoshard --tasks " + tasks + " --policy-head-init torch --out " + out,
+                {"'--policy-head-init' = torch", "only with train dreamshard"});
+  check_refused("train dreamshard --tasks " + tasks + " --features neuroshard20 --out " + out,
+                {"'--features' = neuroshard20", "only with train compute"});
+  check_refused("train dreamshard --tasks " + tasks + " --epochs 3 --out " + out,
+                {"'--epochs' = 3", "only with train compute or comm"});
+  check_refused("train dreamshard --tasks " + tasks + " --eval e.jsonl --out " + out,
+                {"'--eval' = e.jsonl", "only with train compute or comm"});
+  check_refused("train dreamshard --tasks " + tasks + " --data d.jsonl --out " + out,
+                {"'--data' = d.jsonl", "only with train compute or comm"});
+  check_refused("train comm --data x.jsonl --pool p.json --out " + out,
+                {"'--pool' = p.json", "only with train compute or dreamshard or autoshard"});
+  check_refused("train comm --data x.jsonl --split-seed 2 --out " + out,
+                {"'--split-seed' = 2", "train comm takes no --split-seed"});
+  check_refused("train compute --data x.jsonl --meter analytic --out " + out,
+                {"'--meter' = analytic", "only with train dreamshard or autoshard"});
+  check_refused("train comm --data x.jsonl --target parts --out " + out,
+                {"'--target' = parts", "only with train compute"});
+  check_refused("train compute --data x.jsonl --reference --out " + out,
+                {"'--reference' = true", "only with train dreamshard or autoshard"});
+  check_refused("train compute --data x.jsonl --tasks " + tasks + " --out " + out,
+                {"'--tasks'", "only with train dreamshard or autoshard"});
+  check_refused("train dreamshard --tasks " + tasks + " --actors 2 --out " + out,
+                {"'--actors' = 2", "only with train autoshard"});
+}
+
+TEST_CASE("train: --out and --checkpoint are checked before any work") {
+  const std::string tasks = dreamshard_tasks().string();
+  const auto dir = scratch() / "train-out-dir";
+  fs::create_directories(dir);
+  // A directory, a device, one file named twice: refused before the first line of output.
+  check_refused("train dreamshard --tasks " + tasks + tiny_dreamshard + " --out " + dir.string(),
+                {"'--out'", dir.string(), "not a directory"});
+  check_refused("train dreamshard --tasks " + tasks + tiny_dreamshard +
+                    " --checkpoint /dev/full --out " + (dir / "p.safetensors").string(),
+                {"'--checkpoint'", "/dev/full"});
+  check_refused("train autoshard --tasks " + autoshard_tasks().string() + tiny_autoshard +
+                    " --checkpoint " + dir.string() + " --out " + (dir / "p.safetensors").string(),
+                {"'--checkpoint'", dir.string()});
+  check_refused("train autoshard --tasks " + autoshard_tasks().string() + tiny_autoshard +
+                    " --checkpoint " + (dir / "p.safetensors").string() + " --out " +
+                    (dir / "p.safetensors").string(),
+                {"'--checkpoint'", "a file other than --out's"});
+  check_refused("train comm --data /nonexistent/r.jsonl --out " + dir.string(),
+                {"'--out'", dir.string()});
+  check_refused("train compute --data /nonexistent/r.jsonl --out /dev/full",
+                {"'--out'", "/dev/full"});
+}

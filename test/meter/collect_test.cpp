@@ -183,3 +183,64 @@ TEST_CASE("records, resume and torn tails") {
   CHECK(msg.find("garbage") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("records carry their settings; reading with others names the field and both values") {
+  const auto dir =
+      fs::temp_directory_path() / ("embplan-collect-settings-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto path = dir / "data.jsonl";
+  const eb::collect_options o{.seed = 2};
+  const auto aug = eb::augment(pool().size(), o.dims);
+  eb::shard_measurement m;
+  m.total.mean_ms = 4.25;
+  auto referenced = eb::compute_record(eb::make_compute_sample(aug, o, 1), m, "cpu", 512);
+  referenced["reference_ms"] = 2.5;
+  {
+    std::ofstream out(path);
+    out << eb::compute_record(eb::make_compute_sample(aug, o, 0), m, "cpu", 512).dump() << '\n';
+  }
+  eb::record_settings s{.kind = "compute", .meter = "cpu", .batch_size = 512};
+  CHECK(eb::recorded_ids(path, &s) == std::set<std::int64_t>{0});
+  // Another batch size, meter or kind: refused, naming this run's value and the file's.
+  s.batch_size = 1024;
+  auto msg = message_of([&] { (void)eb::recorded_ids(path, &s); });
+  CHECK(msg.find("field '--batch-size' = 1024: expected 512, what the records of ") !=
+        std::string::npos);
+  CHECK(msg.find("data.jsonl (line 1)") != std::string::npos);
+  s = {.kind = "compute", .meter = "cuda", .batch_size = 512};
+  CHECK(message_of([&] {
+          (void)eb::recorded_ids(path, &s);
+        }).find("field 'collect.meter' = \"cuda\": expected \"cpu\"") != std::string::npos);
+  s = {.kind = "comm", .meter = "cpu", .batch_size = 512};
+  CHECK(message_of([&] {
+          (void)eb::recorded_ids(path, &s);
+        }).find("field 'collect.kind' = \"comm\": expected \"compute\"") != std::string::npos);
+  // A drift reference where the file has none, and the reverse.
+  s = {.kind = "compute", .meter = "cpu", .batch_size = 512, .reference_ms = 2.5};
+  CHECK(message_of([&] {
+          (void)eb::recorded_ids(path, &s);
+        }).find("field '--reference-ms' = 2.5: expected no drift reference") != std::string::npos);
+  {
+    std::ofstream out(path);
+    out << referenced.dump() << '\n';
+  }
+  CHECK(eb::recorded_ids(path, &s) == std::set<std::int64_t>{1});
+  s.reference_ms = 3.0;
+  CHECK(message_of([&] {
+          (void)eb::recorded_ids(path, &s);
+        }).find("field '--reference-ms' = 3: expected 2.5, what the records") != std::string::npos);
+  s.reference_ms = 0.0;  // to be measured anew: it cannot be the file's
+  CHECK(message_of([&] {
+          (void)eb::recorded_ids(path, &s);
+        }).find("field '--reference-ms' = \"(measured anew)\": expected --reference-ms 2.5") !=
+        std::string::npos);
+  s.reference_ms.reset();
+  CHECK(message_of([&] { (void)eb::recorded_ids(path, &s); })
+            .find("field '--reference-ms' = \"(no drift reference)\": expected --reference-ms "
+                  "2.5") != std::string::npos);
+  // A directory is not a records file: refused naming it (not a stream error).
+  const auto not_file = message_of([&] { (void)eb::recorded_ids(dir); });
+  CHECK(not_file.find("field 'file' = \"" + dir.string()) != std::string::npos);
+  CHECK(not_file.find("a directory is not a regular file") != std::string::npos);
+  fs::remove_all(dir);
+}

@@ -273,3 +273,28 @@ TEST_CASE("autoshard train: a checkpoint file resumes bit-equal; another run's i
         }).find("metadata.embplan.checkpoint' = \"(none)\"") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("autoshard train: a checkpoint records its inputs; a resume with others is refused") {
+  const auto dir = std::filesystem::temp_directory_path() / "embplan_autoshard_inputs_test";
+  std::filesystem::create_directories(dir);
+  const auto tasks = small_tasks(90, 3, 10, 3);
+  const embplan::analytic_cost meter{};
+  const auto o = quick(2);
+  auto st = rl::autoshard_initial_state(tasks, o);
+  rl::autoshard_train(tasks, meter, o, st, embplan::all_of<>{}, {}, 1);
+  const rl::train_inputs started{{"--meter", "cpu"}, {"--tasks", "fnv1a64:0123456789abcdef"}};
+  rl::save_checkpoint(dir / "c.safetensors", st, o, started);
+  CHECK(rl::load_checkpoint(dir / "c.safetensors", o, started).updates_done == 1);
+  auto other = started;
+  other["--tasks"] = "fnv1a64:fedcba9876543210";
+  const auto msg = message_of([&] { (void)rl::load_checkpoint(dir / "c.safetensors", o, other); });
+  CHECK(msg.find("field '--tasks' = \"fnv1a64:fedcba9876543210\": expected "
+                 "\"fnv1a64:0123456789abcdef\", what the checkpoint") != std::string::npos);
+  // The inputs are compared before the options: the message names the input.
+  auto later = o;
+  later.seed = 9;
+  CHECK(message_of([&] {
+          (void)rl::load_checkpoint(dir / "c.safetensors", later, other);
+        }).find("'--tasks'") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <span>
@@ -552,4 +553,69 @@ TEST_CASE("hyperparameters <= 0 and other bad input: the message names the field
     // The backward all-to-all only (the forward one holds the wait for the slowest device).
     CHECK(rec.measured.devices[0].comm_ms == priced.devices[0].bwd_comm_ms);
   }
+}
+
+TEST_CASE("a checkpoint records its run's inputs; a resume with others is refused, naming both") {
+  const auto tasks = small_tasks();
+  auto st = rl::dreamshard_train_start(tiny);
+  rl::dreamshard_train(std::span<const embplan::task>(tasks), fake_meter{}, tiny, st,
+                       embplan::memory_capacity{}, {}, 1);
+  const auto path = std::filesystem::temp_directory_path() / "embplan_mdp_inputs.safetensors";
+  const rl::train_inputs started{{"--meter", "simulated"}, {"--tasks", "fnv1a64:00000000000000aa"}};
+  rl::save_checkpoint(path, st, tiny, started);
+  CHECK(embplan::io::read_safetensors(path).metadata.at("embplan.train.inputs") ==
+        R"({"--meter":"simulated","--tasks":"fnv1a64:00000000000000aa"})");
+  // The same inputs: resumed, the same state.
+  const auto back = rl::load_checkpoint(path, tiny, started);
+  CHECK(back.iteration == 1);
+  CHECK(same_model(back.model, st.model));
+  // Another meter: the field, this run's value and the checkpoint's.
+  auto other = started;
+  other["--meter"] = "analytic";
+  const auto meter = message_of([&] { rl::load_checkpoint(path, tiny, other); });
+  CHECK(meter.find("field '--meter' = \"analytic\": expected \"simulated\", what the checkpoint") !=
+        std::string::npos);
+  CHECK(meter.find(path.string()) != std::string::npos);
+  // An input the checkpoint does not record, and one it records that this run lacks.
+  other = started;
+  other["--pool"] = "fnv1a64:00000000000000bb";
+  CHECK(message_of([&] {
+          rl::load_checkpoint(path, tiny, other);
+        }).find("field '--pool' = \"fnv1a64:00000000000000bb\": expected no value") !=
+        std::string::npos);
+  other = started;
+  other.erase("--tasks");
+  CHECK(message_of([&] {
+          rl::load_checkpoint(path, tiny, other);
+        }).find("field '--tasks' = \"(none)\": expected \"fnv1a64:00000000000000aa\"") !=
+        std::string::npos);
+  // A checkpoint that records no inputs cannot be bound to them: refused.
+  rl::save_checkpoint(path, st, tiny);
+  CHECK(message_of([&] {
+          rl::load_checkpoint(path, tiny, started);
+        }).find("metadata.embplan.train.inputs' is missing") != std::string::npos);
+  // ... but loads where the caller binds none (the library's own use).
+  CHECK(rl::load_checkpoint(path, tiny).iteration == 1);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("content_fingerprint: a file's bytes, not its name; a directory is refused") {
+  const auto dir = std::filesystem::temp_directory_path() / "embplan_fingerprint_test";
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const char* name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return dir / name;
+  };
+  const auto a = write("a.json", "[1, 2]");
+  const auto b = write("b.json", "[1, 2]");
+  const auto c = write("c.json", "[1, 3]");
+  CHECK(rl::content_fingerprint(a) == rl::content_fingerprint(b));
+  CHECK(rl::content_fingerprint(a) != rl::content_fingerprint(c));
+  CHECK(rl::content_fingerprint(a).starts_with("fnv1a64:"));
+  CHECK(rl::content_fingerprint(a).size() == 8 + 16);
+  // FNV-1a 64 of the empty file: the offset basis.
+  CHECK(rl::content_fingerprint(write("e.json", "")) == "fnv1a64:cbf29ce484222325");
+  CHECK(message_of([&] { (void)rl::content_fingerprint(dir); }).find(dir.string()) !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -20,9 +20,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +35,7 @@
 #include "embplan/core/table_spec.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/cost/analytic.hpp"
+#include "embplan/io/detail/input_guard.hpp"
 #include "embplan/meter/cpu_meter.hpp"
 #include "embplan/version.hpp"
 
@@ -280,14 +284,89 @@ inline std::vector<comm_cost> analytic_comm(const placement_sample& s, std::int6
   return out;
 }
 
+// What every record of one file shares, so that a run appending to it
+// measures what the records on file measured: the kind (a comm record has
+// "device_of", a compute record does not), the meter and the batch size, and
+// for compute records the drift reference's time ("reference_ms": absent
+// without a reference). A records file holds records of one setting; an
+// append with another is refused, naming the field and both values.
+struct record_settings {
+  std::string kind;  // "compute" | "comm"
+  std::string meter;
+  std::int64_t batch_size = 0;
+  // Empty: no drift reference. 0: a reference whose time this run measures
+  // itself (it cannot equal a time on file: the run must be given it).
+  std::optional<double> reference_ms{};
+};
+
+namespace detail {
+
+inline std::string record_value_text(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) return "(none)";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+// Refuses a record (line `line` of `file`) made with other settings than `s`.
+inline void require_record_settings(const nlohmann::json& j, const record_settings& s,
+                                    const std::string& file, std::size_t line) {
+  const std::string on_file = ", what the records of " + file + " (line " + std::to_string(line) +
+                              ") were made with (one records file, one setting: choose another "
+                              "--out for another)";
+  const std::string kind = j.contains("device_of") ? "comm" : "compute";
+  if (kind != s.kind) embplan::detail::fail("collect.kind", s.kind, "\"" + kind + "\"" + on_file);
+  const std::string meter = record_value_text(j, "meter");
+  if (meter != s.meter) {
+    embplan::detail::fail("collect.meter", s.meter, "\"" + meter + "\"" + on_file);
+  }
+  const std::string batch = record_value_text(j, "batch_size");
+  if (batch != std::to_string(s.batch_size)) {
+    embplan::detail::fail("--batch-size", s.batch_size, batch + on_file);
+  }
+  if (s.kind != "compute") return;
+  const bool has = j.contains("reference_ms");
+  if (!s.reference_ms) {
+    if (has) {
+      embplan::detail::fail("--reference-ms", "(no drift reference)",
+                            "--reference-ms " + record_value_text(j, "reference_ms") + on_file);
+    }
+    return;
+  }
+  if (!has) {
+    if (*s.reference_ms == 0.0) {
+      embplan::detail::fail("--reference", true, "no drift reference" + on_file);
+    }
+    embplan::detail::fail("--reference-ms", *s.reference_ms, "no drift reference" + on_file);
+  }
+  const auto& r = j["reference_ms"];
+  if (!r.is_number() || r.get<double>() != *s.reference_ms) {
+    if (*s.reference_ms == 0.0) {
+      embplan::detail::fail("--reference-ms", "(measured anew)",
+                            "--reference-ms " + r.dump() + on_file +
+                                "; pass it to continue on "
+                                "the same scale");
+    }
+    embplan::detail::fail("--reference-ms", *s.reference_ms, r.dump() + on_file);
+  }
+}
+
+}  // namespace detail
+
 // Ids already in a JSON-lines file (for resuming). A missing file holds none;
-// a line that is not a JSON object with an integer "id" — e.g. the torn last
-// line of an interrupted run — is an error naming the file and line, except a
-// torn *last* line, which is dropped (and rewritten by the resumed run).
-inline std::set<std::int64_t> recorded_ids(const std::filesystem::path& path) {
+// anything but a regular file (a directory, a device, a FIFO) is refused,
+// naming it; a line that is not a JSON object with an integer "id" — e.g. the
+// torn last line of an interrupted run — is an error naming the file and line,
+// except a torn *last* line, which is dropped (and rewritten by the resumed
+// run). With `settings`, every record must have been made with them
+// (record_settings).
+inline std::set<std::int64_t> recorded_ids(const std::filesystem::path& path,
+                                           const record_settings* settings = nullptr) {
   std::set<std::int64_t> ids;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return ids;
+  io::detail::require_regular_file(path, "records file (JSON lines)",
+                                   std::numeric_limits<std::uint64_t>::max());
   std::ifstream in(path);
-  if (!in) return ids;
+  if (!in) embplan::detail::fail("file", path.string(), "a readable records file (JSON lines)");
   std::string line;
   std::vector<std::string> lines;
   while (std::getline(in, line))
@@ -300,6 +379,7 @@ inline std::set<std::int64_t> recorded_ids(const std::filesystem::path& path) {
       embplan::detail::fail(path.string() + ":" + std::to_string(i + 1), lines[i].substr(0, 60),
                             "a JSON object with an integer \"id\"");
     }
+    if (settings != nullptr) detail::require_record_settings(j, *settings, path.string(), i + 1);
     ids.insert(j["id"].get<std::int64_t>());
   }
   return ids;

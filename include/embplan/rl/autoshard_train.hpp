@@ -61,6 +61,7 @@
 #include "embplan/rl/detail/checkpoint.hpp"
 #include "embplan/rl/placement_mdp.hpp"
 #include "embplan/rl/policy_searcher.hpp"
+#include "embplan/rl/train_inputs.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::rl {
@@ -495,10 +496,11 @@ void autoshard_train(std::span<const task> tasks, const Meter& meter,
 // buffer's groups stacked in slot order ("buffer.tables", F32 as kept) and
 // metadata "embplan.train.*": the options (autoshard_hyperparameters), the
 // counters, the feature statistics, the learning curve, the buffer's group
-// sizes, latencies and next slot (JSON; doubles round-trip exactly). A run
-// resumed from it is bit-equal to an uninterrupted one.
+// sizes, latencies and next slot (JSON; doubles round-trip exactly), and the
+// caller's `inputs` ("inputs", rl/train_inputs.hpp). A run resumed from it is
+// bit-equal to an uninterrupted one.
 inline void save_checkpoint(const std::filesystem::path& path, const autoshard_train_state& st,
-                            const autoshard_train_options& o) {
+                            const autoshard_train_options& o, const train_inputs& inputs = {}) {
   std::map<std::string, std::string> md;
   md["embplan.checkpoint"] = "autoshard";
   for (const auto& [k, v] : autoshard_hyperparameters(o))
@@ -522,6 +524,7 @@ inline void save_checkpoint(const std::filesystem::path& path, const autoshard_t
   }
   md["embplan.train.buffer"] =
       nlohmann::json({{"offset", offset}, {"cost", cost}, {"next", st.buffer.next_slot()}}).dump();
+  detail::put_train_inputs(md, inputs);
   auto file = nn::state_dict(st.net, {}, std::move(md));
   detail::mdp_put_adam_tensors(file, st.net, st.optimizer.state(),
                                "autoshard_train_state.optimizer");
@@ -543,9 +546,11 @@ inline void save_checkpoint(const std::filesystem::path& path, const autoshard_t
 }
 
 // A state saved by save_checkpoint, to train on with the same options `o`
-// (every option the file records must match; a mismatch names the option).
+// and `inputs` (every option and input the file records must match; a
+// mismatch names the option or input and both values).
 inline autoshard_train_state load_checkpoint(const std::filesystem::path& path,
-                                             const autoshard_train_options& o) {
+                                             const autoshard_train_options& o,
+                                             const train_inputs& inputs = {}) {
   detail::autoshard_require_options(o);
   auto file = io::read_safetensors(path);
   const std::string source = path.string();
@@ -559,6 +564,9 @@ inline autoshard_train_state load_checkpoint(const std::filesystem::path& path,
   const auto get = [&](const std::string& key) -> const std::string& {
     return cost::detail::require_key(file.metadata, source, "embplan.train." + key, written_by);
   };
+  // The inputs first: a resume with another tasks file or meter is named as
+  // such before any option is compared.
+  detail::require_train_inputs(file.metadata, source, inputs);
   for (const auto& [k, v] : autoshard_hyperparameters(o)) {
     if (get(k) != v) {
       embplan::detail::fail(source + ": metadata.embplan.train." + k, get(k),

@@ -59,6 +59,7 @@
 #include "embplan/rl/placement_mdp.hpp"
 #include "embplan/rl/ragged_softmax.hpp"
 #include "embplan/rl/reinforce.hpp"
+#include "embplan/rl/train_inputs.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::rl {
@@ -560,10 +561,11 @@ inline dreamshard_policy dreamshard_trained_policy(const dreamshard_train_state&
 // the first step); and metadata "embplan.train.*" holding the options it ran
 // with, the iterations done, the learning curve, the buffer and Adam's step
 // counts ("adam_steps", "adam_parameter_steps"; JSON, doubles round-trip
-// exactly). A file of the model alone (nn::load_state_dict, dreamshard_cost)
-// is what dreamshard_trained_policy(...).save writes, not this.
+// exactly), and the caller's `inputs` ("inputs", rl/train_inputs.hpp). A
+// file of the model alone (nn::load_state_dict, dreamshard_cost) is what
+// dreamshard_trained_policy(...).save writes, not this.
 inline void save_checkpoint(const std::filesystem::path& path, const dreamshard_train_state& st,
-                            const dreamshard_train_options& o) {
+                            const dreamshard_train_options& o, const train_inputs& inputs = {}) {
   auto md = cost::detail::dreamshard_metadata_to(dreamshard_cost_metadata{});
   const auto hp = dreamshard_hyperparameters(o, st.iteration);
   for (const auto& [k, v] : hp)
@@ -581,6 +583,7 @@ inline void save_checkpoint(const std::filesystem::path& path, const dreamshard_
                       {"overall_ms", r.measured.overall_ms}});
   }
   md["embplan.train.buffer"] = buffer.dump();
+  detail::put_train_inputs(md, inputs);
   const nn::adam_state adam = st.optimizer.state();
   auto file = nn::state_dict(st.model, {}, std::move(md));
   detail::mdp_put_adam_tensors(file, st.model, adam, "dreamshard_train_state.optimizer");
@@ -588,9 +591,11 @@ inline void save_checkpoint(const std::filesystem::path& path, const dreamshard_
 }
 
 // A state saved by save_checkpoint, to train on with the same options `o`
-// (every option the file records must match; a mismatch names the option).
+// and `inputs` (every option and input the file records must match; a
+// mismatch names the option or input and both values).
 inline dreamshard_train_state load_checkpoint(const std::filesystem::path& path,
-                                              const dreamshard_train_options& o) {
+                                              const dreamshard_train_options& o,
+                                              const train_inputs& inputs = {}) {
   detail::mdp_require_options(o);
   auto file = io::read_safetensors(path);
   const std::string source = path.string();
@@ -598,6 +603,9 @@ inline dreamshard_train_state load_checkpoint(const std::filesystem::path& path,
     return cost::detail::require_key(file.metadata, source, "embplan.train." + key,
                                      "a checkpoint written by rl::save_checkpoint");
   };
+  // The inputs first: a resume with another tasks file or meter is named as
+  // such before any option is compared.
+  detail::require_train_inputs(file.metadata, source, inputs);
   dreamshard_train_state st;
   st.iteration = cost::detail::parse_number<std::int64_t>(
       get("iterations_done"), source + ": metadata.embplan.train.iterations_done");
