@@ -5,6 +5,7 @@
 // Every check of the options comes before the first line of output.
 #include <functional>
 #include <memory>
+#include <stdexcept>
 
 namespace CLI {
 class App;
@@ -14,10 +15,21 @@ namespace embplan_cli {
 
 struct program_meter;  // models.hpp
 
-// The exit codes: 0, 2 for bad input (one line on stderr), 1 for a bug, 3
-// for a plan `plan --check` found wrong (each problem on stdout).
+// The exit codes (docs/cli.md, "Exit codes"): 0 done; 1 an internal error
+// (a bug) or a search that found no plan for a task that may have one
+// (no_plan_found); 2 bad input (one line on stderr); 3 a plan `plan --check`
+// found wrong (each problem on stdout).
+inline constexpr int exit_internal = 1;
+inline constexpr int exit_no_plan = 1;
 inline constexpr int exit_bad_input = 2;
 inline constexpr int exit_plan_rejected = 3;
+
+// A planner that found no plan where the input was valid: not the user's
+// error (exit_no_plan, "embplan: no plan: ..."), unlike embplan::error.
+class no_plan_found : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct command {
   CLI::App* app = nullptr;

@@ -352,6 +352,7 @@ struct setting {
   std::int32_t max_dim;
   std::size_t tables;  // 0: the protocol's
   embplan::data::task_options options;
+  task_args args;  // what the options were made of (for messages)
 };
 
 int run_compare(const compare_args& a) {
@@ -370,11 +371,22 @@ int run_compare(const compare_args& a) {
   if (a.half != "auto") (void)pool_half_of(a.half, /*takes_auto=*/true);
   auto pm = load_planning_model(a.model, a.own ? a.own->bundled_model : std::string());
   const bool dreamshard = std::any_of(names.begin(), names.end(), is_dreamshard);
-  if (dreamshard || !a.policy.empty() || a.meter.name == "dreamshard") {
+  // A policy no planner or meter of the run reads is refused, not ignored.
+  if (!a.policy.empty() && !dreamshard && a.meter.name != "dreamshard") {
+    embplan::detail::fail("--policy", a.policy,
+                          "only with a dreamshard planner in --planners or --meter dreamshard "
+                          "(none of the planners run reads a DreamShard policy)");
+  }
+  if (dreamshard || a.meter.name == "dreamshard") {
     load_policy(pm, a.policy, a.own ? a.own->bundled_policy : std::string());
   }
   const bool autoshard = std::any_of(names.begin(), names.end(), is_autoshard);
-  if (autoshard || !a.autoshard_policy.empty()) load_autoshard_policy(pm, a.autoshard_policy);
+  if (!a.autoshard_policy.empty() && !autoshard) {
+    embplan::detail::fail("--autoshard-policy", a.autoshard_policy,
+                          "only with an autoshard planner in --planners (none of the planners "
+                          "run reads an AutoShard policy)");
+  }
+  if (autoshard) load_autoshard_policy(pm, a.autoshard_policy);
   const auto source = task_source_of(a, pm);
   std::vector<setting> settings;
   const std::vector<std::size_t> table_counts =
@@ -392,7 +404,7 @@ int run_compare(const compare_args& a) {
                            .half = source.half,
                            .split_seed = source.split_seed,
                            .unseen_share = a.unseen_share};
-        settings.push_back({devices, max_dim, tables, task_options_of(ta)});
+        settings.push_back({devices, max_dim, tables, task_options_of(ta), ta});
       }
     }
   }
@@ -476,7 +488,7 @@ int run_compare(const compare_args& a) {
   for (std::size_t p = 0; p < names.size(); ++p)
     if (names[p] == baseline) how.baseline = p;
   for (const auto& st : settings) {
-    const auto tasks = embplan::data::generate_tasks(pool, st.options);
+    const auto tasks = generate_tasks_of(pool, st.options, st.args);
     const auto rows =
         compare_planners(std::span<const embplan::task>(tasks), std::span<const std::string>(names),
                          meter, pm, a.seed, how, bar);

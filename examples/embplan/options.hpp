@@ -4,13 +4,18 @@
 // subcommand adds the groups it takes; the checks name the flag and the value.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "embplan/core/error.hpp"
@@ -42,19 +47,57 @@ inline std::string range_text(long double lo, long double hi) {
   return "[" + text(lo) + ", " + text(hi) + "]";
 }
 
+// Whether `s` is written as a decimal number: an integer is digits with an
+// optional leading '-' and no leading zero ("010" would be octal 8 to CLI11,
+// "0x10" hex 16, "1e3" a real); a real is a decimal with an optional fraction
+// and exponent ("1.5", ".5", "2e-3"), never "inf", "nan" or a hex float.
+inline bool is_decimal(std::string_view s, bool integer) {
+  std::size_t i = 0;
+  if (i < s.size() && (s[i] == '-' || (!integer && s[i] == '+'))) ++i;
+  const auto digits = [&] {
+    const std::size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+      ++i;
+    return i - start;
+  };
+  const std::size_t int_start = i;
+  const std::size_t whole = digits();
+  if (integer) {
+    return whole > 0 && i == s.size() && (whole == 1 || s[int_start] != '0');
+  }
+  std::size_t fraction = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    fraction = digits();
+  }
+  if (whole + fraction == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
+
 // Its message is the library's ("field '--count' = -1: expected ..."); main.cpp
-// drops the "--count: " CLI11 puts before it.
+// drops the "--count: " CLI11 puts before it. Values are decimal only (is_decimal).
 inline CLI::Validator number_range(const std::string& name, long double lo, long double hi,
                                    bool integer) {
   const std::string range = range_text(lo, hi);
-  const std::string kind = integer ? "an integer" : "a number";
+  const std::string kind =
+      integer ? "a decimal integer (digits, no leading zero)" : "a decimal number";
   return CLI::Validator(
       [=](std::string& s) -> std::string {
         long double v = 0;
-        const bool ok = CLI::detail::lexical_cast(s, v) && std::isfinite(v) &&
-                        (!integer || v == std::floor(v)) && v >= lo && v <= hi;
+        const bool ok = is_decimal(s, integer) && CLI::detail::lexical_cast(s, v) &&
+                        std::isfinite(v) && (!integer || v == std::floor(v)) && v >= lo && v <= hi;
         return ok ? std::string{}
-                  : "field '" + name + "' = " + s + ": expected " + kind + " in " + range;
+                  : embplan::detail::field_message(
+                        name,
+                        s.size() <= 64
+                            ? s
+                            : s.substr(0, 64) + "... (" + std::to_string(s.size()) + " bytes)",
+                        kind + " in " + range);
       },
       "", "range " + range);
 }
@@ -99,12 +142,59 @@ inline std::vector<embplan::table_spec> load_pool(const std::string& path) {
 }
 
 // A file a subcommand writes after its work: checked before the work, so a
-// typo in the path does not cost a long run.
+// typo in the path does not cost a long run. It must be a regular file that
+// can be replaced (the writers write a temporary file beside it and rename it
+// over the target, io/detail/atomic_file.hpp), or a new name in an existing
+// directory this process may write: a directory, a device such as /dev/full,
+// a FIFO or an unwritable place is refused, naming the flag and the path.
 inline void check_output_path(std::string_view flag, const std::string& path) {
+  namespace fs = std::filesystem;
   if (path.empty()) return;
-  const auto parent = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(parent)) {
+  std::error_code ec;
+  // A symlink is followed: the file it names is the one replaced.
+  const fs::path target = fs::weakly_canonical(fs::absolute(path), ec);
+  if (ec)
+    embplan::detail::fail(flag, path, "a path this process can resolve (" + ec.message() + ")");
+  const auto status = fs::status(target, ec);
+  if (fs::exists(status)) {
+    if (fs::is_directory(status)) {
+      embplan::detail::fail(flag, path, "a file to write, not a directory");
+    }
+    if (!fs::is_regular_file(status)) {
+      embplan::detail::fail(flag, path, "a regular file to write, not a device, FIFO or socket");
+    }
+    if (::access(target.c_str(), W_OK) != 0) {
+      embplan::detail::fail(flag, path, "a file this process may write");
+    }
+  }
+  const fs::path parent = target.parent_path();
+  if (!fs::is_directory(parent, ec)) {
     embplan::detail::fail(flag, path, "a file in an existing directory");
+  }
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    embplan::detail::fail(flag, path,
+                          "a file in a directory this process may write (the file is written "
+                          "beside its target and renamed over it)");
+  }
+}
+
+// The outputs of one run, checked as above and for two flags naming one file
+// (the second write would replace the first).
+inline void check_output_paths(
+    std::initializer_list<std::pair<std::string_view, const std::string*>> outputs) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string_view, fs::path>> seen;
+  for (const auto& [flag, path] : outputs) {
+    if (path->empty()) continue;
+    check_output_path(flag, *path);
+    std::error_code ec;
+    const fs::path target = fs::weakly_canonical(fs::absolute(*path), ec);
+    for (const auto& [other_flag, other] : seen) {
+      if (other == target) {
+        embplan::detail::fail(flag, *path, "a file other than " + std::string(other_flag) + "'s");
+      }
+    }
+    seen.emplace_back(flag, target);
   }
 }
 

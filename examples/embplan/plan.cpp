@@ -371,9 +371,11 @@ void recheck(const embplan::task& t, const embplan::plan& p, const embplan::tabl
 }
 
 // `embplan plan --check plan.json`: the plan re-validated against the task
-// (and --constraints), its content hash recomputed from the task and the
-// planner and seed it records. Every problem printed; exit_plan_rejected
-// where there is one.
+// (and --constraints), its content hash recomputed from the task, the planner
+// and seed it records and its shards. Every problem printed;
+// exit_plan_rejected where there is one. A hash that differs is not a problem
+// (the plan may be valid for this task) but is said: "valid, but not the plan
+// planner X made" (edited by hand, or made for another task).
 int run_check(const plan_args& a, const CLI::App& sub) {
   check_none_or_auto("--tiers", a.tiers);
   for (const char* flag : {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json",
@@ -409,13 +411,15 @@ int run_check(const plan_args& a, const CLI::App& sub) {
             << t.name << "' (" << t.tables.size() << " tables on " << t.cluster.size()
             << " devices) of " << a.task << '\n';
   bool hash_differs = false;
+  std::uint64_t again = 0;
   if (made) {
-    const auto again = embplan::content_hash(t, made->planner, made->seed);
+    again = embplan::content_hash(t, p, made->planner, made->seed);
     hash_differs = again != made->content_hash;
     std::cout << "content hash: recorded " << embplan::hash_hex(made->content_hash)
               << ", recomputed " << embplan::hash_hex(again) << " from the task, planner "
-              << made->planner << " and seed " << made->seed << ": "
-              << (hash_differs ? "DIFFERENT (this task, planner or seed is not the one planned)"
+              << made->planner << ", seed " << made->seed << " and the plan's shards: "
+              << (hash_differs ? "DIFFERENT (the plan was edited, or made for another task, "
+                                 "planner or seed)"
                                : "match")
               << '\n';
     std::cout << "embplan version: planned by " << made->version << ", checked by "
@@ -433,29 +437,50 @@ int run_check(const plan_args& a, const CLI::App& sub) {
                "device"
             << (rules.empty() ? std::string() : ", " + rules.describe() + " from " + a.constraints)
             << '\n';
-  if (problems.empty() && !hash_differs) {
-    std::cout << "plan OK\n";
+  // Said whatever the problems: the plan is not the one its planner made.
+  const auto not_made_by = [&] {
+    return "not the plan planner " + made->planner + " made (content hash recorded " +
+           embplan::hash_hex(made->content_hash) + ", this plan's " + embplan::hash_hex(again) +
+           ")";
+  };
+  if (problems.empty()) {
+    std::cout << (hash_differs ? "plan valid, but " + not_made_by() : std::string("plan OK"))
+              << '\n';
     return 0;
   }
-  const auto count = problems.size() + (hash_differs ? 1 : 0);
+  const auto count = problems.size();
   std::cout << count << (count == 1 ? " problem:\n" : " problems:\n");
-  if (hash_differs) std::cout << "  content hash differs: the plan was made for another task\n";
   for (const auto& x : problems)
     std::cout << "  " << embplan::to_string(x) << '\n';
+  if (hash_differs) std::cout << "and " << not_made_by() << '\n';
   return exit_plan_rejected;
 }
 
-int run_plan(const plan_args& a) {
+int run_plan(const plan_args& a, const CLI::App& sub) {
   // Every option checked before the first line of output.
   const std::string planner = parse_planner(a.planner, "--planner");
   check_meter(a.meter);
-  check_output_path("--out", a.out);
-  check_output_path("--torchrec", a.torchrec);
-  check_output_path("--trace", a.trace);
-  check_output_path("--json", a.json);
+  check_output_paths(
+      {{"--out", &a.out}, {"--torchrec", &a.torchrec}, {"--trace", &a.trace}, {"--json", &a.json}});
   check_none_or_auto("--tiers", a.tiers);
   check_none_or_auto("--data-parallel", a.data_parallel);
   check_none_or_auto("--rows-by-cost", a.rows_by_cost);
+  // An option the chosen planner would not read is refused, not ignored.
+  if (!a.policy.empty() && !is_dreamshard(planner)) {
+    embplan::detail::fail("--policy", a.policy,
+                          "only with --planner dreamshard or rowwise_dreamshard (planner '" +
+                              planner + "' reads no DreamShard policy)");
+  }
+  if (!a.autoshard_policy.empty() && !is_autoshard(planner)) {
+    embplan::detail::fail("--autoshard-policy", a.autoshard_policy,
+                          "only with --planner autoshard or rowwise_autoshard (planner '" +
+                              planner + "' reads no AutoShard policy)");
+  }
+  if (sub.count("--row-layout") > 0 && !is_rowwise(planner) && a.rows_by_cost != "auto") {
+    embplan::detail::fail("--row-layout", a.row_layout,
+                          "only with a rowwise_ planner or --rows-by-cost auto (planner '" +
+                              planner + "' cuts no table by rows)");
+  }
   const embplan::stage::stage_settings stages{
       .layout = embplan::stage::row_layout_from(a.row_layout, "--row-layout"),
       .data_parallel = {.enabled = a.data_parallel == "auto"},
@@ -473,10 +498,8 @@ int run_plan(const plan_args& a) {
   check_dim_multiple(t.tables, "task.tables");
   const auto [rules, tier_moves] = load_rules(a, t);
   auto pm = load_planning_model(a.model);
-  if (is_dreamshard(planner) || !a.policy.empty()) load_policy(pm, a.policy);
-  if (is_autoshard(planner) || !a.autoshard_policy.empty()) {
-    load_autoshard_policy(pm, a.autoshard_policy);
-  }
+  if (is_dreamshard(planner)) load_policy(pm, a.policy);
+  if (is_autoshard(planner)) load_autoshard_policy(pm, a.autoshard_policy);
   const bool measured = a.meter.name == "measured";
 #if defined(EMBPLAN_WITH_MPI)
   const world w;
@@ -495,11 +518,14 @@ int run_plan(const plan_args& a) {
 
   const auto result = run_planner(planner, t, a.seed, pm, rules, stages);
   if (!result.ok) {
-    throw embplan::error("planner '" + planner +
-                         "' found no plan: " + failure_text(planner, result.failure, t));
+    // Not the user's error (exit 1, commands.hpp): the task is valid input,
+    // and another planner (a rowwise_ one, where a table fits no device) may
+    // plan it.
+    throw no_plan_found("planner '" + planner +
+                        "' found no plan: " + failure_text(planner, result.failure, t));
   }
   if (!rules.empty()) recheck(t, result.placement, rules, a.constraints);
-  const auto made = embplan::provenance_of(t, made_by, a.seed);
+  const auto made = embplan::provenance_of(t, result.placement, made_by, a.seed);
 
   // Under mpirun with one rank per device, --meter measured times the
   // all-to-all for real (meter/mpi/plan_meter.hpp); rank 0 reports.
@@ -528,8 +554,9 @@ int run_plan(const plan_args& a) {
   std::cout << "task '" << t.name << "': " << t.tables.size() << " tables on " << t.cluster.size()
             << " devices, planner " << made_by << " (search " << fixed(result.search_ms, 3)
             << " ms), seed " << a.seed << "\ncontent hash: " << embplan::hash_hex(made.content_hash)
-            << " of (task, planner, seed), embplan " << made.version << "\nmeter: " << a.meter.name
-            << ", " << used_meter_text << "\nplanning model: " << pm.text << '\n';
+            << " of (task, planner, seed, shards), embplan " << made.version
+            << "\nmeter: " << a.meter.name << ", " << used_meter_text
+            << "\nplanning model: " << pm.text << '\n';
   if (is_dreamshard(planner)) std::cout << "policy: " << pm.policy_text << '\n';
   if (is_autoshard(planner)) std::cout << "policy: " << pm.autoshard_text << '\n';
   if (!result.made_by.empty()) std::cout << "plan by portfolio member " << result.made_by << '\n';
@@ -747,7 +774,7 @@ command add_plan(CLI::App& app) {
                   "the cut is lower; the plan with the cuts is kept only if it costs less than "
                   "the plan without (docs/sharding.md)");
   add_meter_options(sub, a->meter);
-  return {sub, [a, sub] { return a->check.empty() ? run_plan(*a) : run_check(*a, *sub); }};
+  return {sub, [a, sub] { return a->check.empty() ? run_plan(*a, *sub) : run_check(*a, *sub); }};
 }
 
 }  // namespace embplan_cli

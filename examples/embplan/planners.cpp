@@ -81,6 +81,10 @@ bool is_autoshard(std::string_view name) {
   return name == "autoshard" || name == std::string(rowwise_prefix) + "autoshard";
 }
 
+bool is_rowwise(std::string_view name) {
+  return name.starts_with(rowwise_prefix);
+}
+
 void check_none_or_auto(std::string_view flag, const std::string& value) {
   if (value != "none" && value != "auto")
     embplan::detail::fail(flag, value, "\"none\" or \"auto\"");

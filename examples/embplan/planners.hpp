@@ -30,6 +30,8 @@ std::string parse_planner(const std::string& name, std::string_view flag);
 // dreamshard or rowwise_dreamshard: the planners that need --policy.
 bool is_dreamshard(std::string_view name);
 bool is_autoshard(std::string_view name);
+// A rowwise_ planner: splits a table that fits no device by rows.
+bool is_rowwise(std::string_view name);
 
 // What the CLI reads of a planner's result.
 struct planned {

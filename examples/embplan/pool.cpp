@@ -23,6 +23,7 @@ struct pool_args {
 };
 
 int run_pool(const pool_args& a) {
+  check_output_path("--out", a.out);
   const auto pool = embplan::data::synthetic_pool({.tables = a.tables, .seed = a.seed});
   const auto stats = embplan::data::compute_statistics(pool);
   std::cout << "synthetic MetaSyn-like pool, seed " << a.seed << ", " << pool.size() << " tables\n"

@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
 
 #include "commands.hpp"
 #include "embplan/core/error.hpp"
@@ -24,6 +27,31 @@ void check_devices(std::size_t devices) {
 void check_max_dim(std::int32_t max_dim) {
   if (max_dim < 4 || max_dim > 1024 || (max_dim & (max_dim - 1)) != 0) {
     embplan::detail::fail("--max-dim", max_dim, "a power of two in [4, 1024]");
+  }
+}
+
+std::vector<embplan::task> generate_tasks_of(std::span<const embplan::table_spec> pool,
+                                             const embplan::data::task_options& options,
+                                             const task_args& a) {
+  try {
+    return embplan::data::generate_tasks(pool, options);
+  } catch (const embplan::error& e) {
+    const std::string_view what = e.what();
+    const auto renamed = [&](std::string_view field, std::string_view flag,
+                             const std::string& shown) -> std::string {
+      const std::string head = "field '" + std::string(field) + "' = ";
+      if (!what.starts_with(head)) return {};
+      const auto colon = what.find(": expected ", head.size());
+      if (colon == std::string_view::npos) return {};
+      return "field '" + std::string(flag) + "' = " + shown + std::string(what.substr(colon));
+    };
+    std::ostringstream gib;
+    gib << a.memory_gib;
+    for (auto text : {renamed("device_memory_bytes", "--memory-gib", gib.str()),
+                      renamed("max_tables", "--tables", std::to_string(a.tables))}) {
+      if (!text.empty()) throw embplan::error(text);
+    }
+    throw;
   }
 }
 
@@ -73,7 +101,7 @@ int run_tasks(const tasks_command& a) {
   const auto options = task_options_of(a.task);
   check_output_path("--out", a.out);
   const auto pool = load_pool(a.pool);
-  const auto tasks = embplan::data::generate_tasks(pool, options);
+  const auto tasks = generate_tasks_of(pool, options, a.task);
   embplan::io::write_json_file(a.out, embplan::io::tasks_to_json(tasks));
   std::size_t min_t = ~std::size_t{0};
   std::size_t max_t = 0;

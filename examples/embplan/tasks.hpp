@@ -3,7 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "embplan/data/tasks.hpp"
 
@@ -25,6 +27,13 @@ struct task_args {
 // The library's task options, every field checked first (the errors name the
 // flags): a subcommand calls this before it prints anything.
 embplan::data::task_options task_options_of(const task_args& a);
+
+// embplan::data::generate_tasks, its errors naming the flags the user typed
+// (--memory-gib, --tables) instead of the library's fields
+// (device_memory_bytes, max_tables).
+std::vector<embplan::task> generate_tasks_of(std::span<const embplan::table_spec> pool,
+                                             const embplan::data::task_options& options,
+                                             const task_args& a);
 
 // Checks --devices and --max-dim values alone (compare takes lists of them).
 void check_devices(std::size_t devices);

@@ -29,6 +29,7 @@
 
 #include "../embplan/collect.hpp"
 #include "../embplan/commands.hpp"
+#include "../embplan/exit.hpp"
 #include "../embplan/models.hpp"
 #include "../embplan/observe.hpp"
 #include "../embplan/options.hpp"
@@ -47,6 +48,7 @@ struct no_device {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const embplan_cli::program_streams streams;
   CLI::App app{"embplan's measuring subcommands on the GPU meter"};
   app.require_subcommand(1);
 
@@ -57,7 +59,8 @@ int main(int argc, char** argv) {
   std::uint64_t max_weight_gib = 8;
   auto* observe = app.add_subcommand("observe", "The papers' three cost observations");
   embplan_cli::add_observe_options(observe, ob);
-  observe->add_option("--max-weight-gib", max_weight_gib, "largest shard materialised, GiB")
+  embplan_cli::add_int_option(observe, "--max-weight-gib", max_weight_gib,
+                              "largest shard materialised, GiB", 1, 1 << 20)
       ->capture_default_str();
 
   embplan_cli::collect_args co;
@@ -106,49 +109,32 @@ int main(int argc, char** argv) {
   const auto train = embplan_cli::add_train(app, own);
   embplan_cli::add_protocol_options(train.app, warmup, runs, drop);
 
-  CLI11_PARSE(app, argc, argv);
-  if (*compare.app || *train.app) {
+  if (const auto code = embplan_cli::parse_command_line(app, argc, argv, "embplan_gpu")) {
+    return *code;
+  }
+  // Without a device a GPU subcommand is skipped (77), not failed; every
+  // other outcome follows the CLI's exit codes (exit.hpp).
+  return embplan_cli::run_guarded("embplan_gpu", [&]() -> int {
     try {
-      return *compare.app ? compare.run() : train.run();
+      if (*compare.app || *train.app) return *compare.app ? compare.run() : train.run();
+      std::string why;
+      const std::string device = embplan_gpu::device_description(why);
+      if (*observe) embplan_cli::validate(ob);
+      if (device.empty()) throw no_device{why};
+      if (*observe) {
+        // The parts too: a GPU measures them in seconds, and (1) reports them.
+        embplan_gpu::gpu_meter meter(
+            embplan_cli::observe_meter_options(ob, max_weight_gib << 30, /*separate=*/true));
+        return embplan_cli::run_observations(ob, meter, "GPU meter (" + device + ")");
+      }
+      const embplan_cli::world w;  // one process: no MPI in this program
+      if (!co.quiet) std::cerr << "embplan_gpu collect: " << device << '\n';
+      return embplan_cli::run_collect(
+          co, w, [](const embplan::meter::meter_options& o) { return embplan_gpu::gpu_meter(o); },
+          "cuda");
     } catch (const no_device& e) {
       std::cout << "SKIPPED: no CUDA device (" << e.why << ")\n";
       return 77;
-    } catch (const embplan::error& e) {
-      std::cout.flush();
-      std::cerr << "embplan_gpu: error: " << e.what() << '\n';
-      return embplan_cli::exit_bad_input;
-    } catch (const std::exception& e) {
-      std::cout.flush();
-      std::cerr << "embplan_gpu: internal error: " << e.what() << '\n';
-      return 1;
     }
-  }
-  try {
-    std::string why;
-    const std::string device = embplan_gpu::device_description(why);
-    if (*observe) {
-      embplan_cli::validate(ob);
-      if (max_weight_gib < 1) {
-        embplan::detail::fail("observe.max_weight_gib", max_weight_gib, "at least 1");
-      }
-    }
-    if (device.empty()) {
-      std::cout << "SKIPPED: no CUDA device (" << why << ")\n";
-      return 77;
-    }
-    if (*observe) {
-      // The parts too: a GPU measures them in seconds, and (1) reports them.
-      embplan_gpu::gpu_meter meter(
-          embplan_cli::observe_meter_options(ob, max_weight_gib << 30, /*separate=*/true));
-      return embplan_cli::run_observations(ob, meter, "GPU meter (" + device + ")");
-    }
-    const embplan_cli::world w;  // one process: no MPI in this program
-    if (!co.quiet) std::cerr << "embplan_gpu collect: " << device << '\n';
-    return embplan_cli::run_collect(
-        co, w, [](const embplan::meter::meter_options& o) { return embplan_gpu::gpu_meter(o); },
-        "cuda");
-  } catch (const std::exception& e) {
-    std::cerr << "embplan_gpu: " << e.what() << '\n';
-    return 1;
-  }
+  });
 }

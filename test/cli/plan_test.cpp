@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "embplan/core/content_hash.hpp"
+#include "embplan/io/json_plan.hpp"
 #include "embplan/io/json_task.hpp"
 #include "embplan/version.hpp"
 
@@ -77,8 +78,9 @@ TEST_CASE("an infeasible task names the table that does not fit") {
                  "tables": [{"name": "huge", "rows": 2000000000, "dim": 128, "pooling_factor": 1}],
                  "cluster": {"count": 2, "device": {"memory_gib": 4}}})");
   const auto r = run("plan --task " + big.string() + " --planner lookup_greedy");
-  CHECK(r.code == 2);
+  CHECK(r.code == 1);  // valid input: the planner found no plan (docs/cli.md, "Exit codes")
   CHECK(lines(r.err) == 1);
+  CHECK(r.err.find("embplan: no plan: ") == 0);
   CHECK(r.err.find("huge") != std::string::npos);
 }
 
@@ -172,7 +174,7 @@ TEST_CASE("plan --meter measured under mpirun -np 2: a real all-to-all, rank 0 r
 TEST_CASE("plan with a rowwise_ planner splits a table larger than any device by rows") {
   const auto big = rowwise_task("big-rowwise.json");
   auto r = run("plan --task " + big.string() + " --planner lookup_greedy");
-  CHECK(r.code == 2);
+  CHECK(r.code == 1);  // no plan: valid input this planner cannot place
   CHECK(r.err.find("huge") != std::string::npos);
   const auto plan = scratch() / "big-rowwise-plan.json";
   const auto tr = scratch() / "big-rowwise-torchrec.json";
@@ -231,7 +233,7 @@ TEST_CASE("a table that fits no device: the failure says GiB and suggests the ro
                  "cluster": {"count": 2, "device": {"memory_gib": 4}}})");
   for (const char* planner : {"lookup_greedy", "neuroshard", "torchrec"}) {
     const auto r = run("plan --task " + big.string() + " --planner " + planner);
-    CHECK(r.code == 2);
+    CHECK(r.code == 1);
     CHECK(lines(r.err) == 1);
     CHECK(r.out.empty());
     CHECK(r.err.find("huge") != std::string::npos);
@@ -241,7 +243,7 @@ TEST_CASE("a table that fits no device: the failure says GiB and suggests the ro
   }
   // A rowwise_ planner that still finds no room is not told to try itself.
   const auto r = run("plan --task " + big.string() + " --planner rowwise_lookup_greedy");
-  CHECK(r.code == 2);
+  CHECK(r.code == 1);
   CHECK(r.err.find("GiB") != std::string::npos);
   CHECK(r.err.find("try a rowwise_") == std::string::npos);
 }
@@ -279,7 +281,7 @@ TEST_CASE("plan converts only the task --index picks, and bounds its devices") {
   auto r = run("plan --task " + file.string() + " --index 2 --model none");
   CHECK(r.code == 0);
   CHECK(r.out.find("on 2 devices") != std::string::npos);
-  // The chosen one is bounded (the CLI's 65536, below the reader's 2^20).
+  // The chosen one is bounded (65536, the reader's bound and the CLI's).
   check_refused("plan --task " + file.string() + " --index 0 --model none",
                 {"tasks[0].cluster.count", "1048576", "65536"});
   // An index past the file: named with the count, before any conversion.
@@ -317,6 +319,36 @@ TEST_CASE("the bundled DreamShard policy plans by default; its metadata says how
   CHECK(r.out.find("policy: bundled dreamshard_cpu_4dev.safetensors") != std::string::npos);
   CHECK(r.out.find("cpu meter") != std::string::npos);
   CHECK(r.out.find("train half of the pool") != std::string::npos);
+}
+
+TEST_CASE("plan: a policy or model file of another kind is named as what it is, exit 2") {
+  const auto data = fs::path(EMBPLAN_SOURCE_DIR) / "data";
+  const auto dreamshard = (data / "rl" / "dreamshard_cpu_4dev.safetensors").string();
+  const auto autoshard = (data / "rl" / "autoshard_cpu_8dev.safetensors").string();
+  const auto compute = (data / "cost" / "cpu_compute_model.safetensors").string();
+  const auto task = small_tasks().string();
+  check_refused("plan --task " + task + " --planner autoshard --autoshard-policy " + dreamshard,
+                {dreamshard + ": this is a DreamShard policy, expected an AutoShard policy"});
+  check_refused("plan --task " + task + " --planner dreamshard --policy " + autoshard,
+                {autoshard + ": this is an AutoShard policy, expected a DreamShard policy"});
+  check_refused("plan --task " + task + " --planner dreamshard --policy " + compute,
+                {compute + ": this is a compute cost model, expected a DreamShard policy"});
+  check_refused("plan --task " + task + " --model " + autoshard,
+                {autoshard + ": this is an AutoShard policy, expected a compute cost model"});
+}
+
+TEST_CASE("plan: numbers that would price a device at NaN are refused at the reader") {
+  const auto file = scratch() / "nan-task.json";
+  const auto task = [&](const std::string& pooling, const std::string& bandwidth) {
+    write(file, R"({"tables": [{"rows": 1000, "dim": 8, "pooling_factor": )" + pooling +
+                    R"(}], "cluster": {"count": 2, "device": {"memory_bandwidth_gbps": )" +
+                    bandwidth + "}}}");
+    return "plan --task " + file.string() + " --model none";
+  };
+  check_refused(task("1e300", "616"), {"task.tables[0].pooling_factor", "1e+300", "at most 1e6"});
+  check_refused(task("2", "1e-320"), {"task.cluster.device.memory_bandwidth_gbps", "1e-320",
+                                      "a bandwidth from 0.001 to 1e6 GB/s"});
+  CHECK(run(task("2", "616")).code == 0);
 }
 
 TEST_CASE("plan --constraints: the rules are honoured, said, and bad ones named") {
@@ -383,7 +415,8 @@ TEST_CASE("plan --constraints: the rules are honoured, said, and bad ones named"
   write(rules, R"({"tables": {"big1": {"devices": [3]}, "big2": {"devices": [3]}}})");
   const auto r = run("plan --task " + two_big.string() + " --planner lookup_greedy --constraints " +
                      rules.string());
-  CHECK(r.code == 2);
+  CHECK(r.code == 1);
+  CHECK(r.err.find("embplan: no plan: ") == 0);
   CHECK(r.err.find("): pinned to device 3, but device 3 has 0.285 GiB free and the table needs "
                    "0.715 GiB") != std::string::npos);
 }
@@ -440,13 +473,15 @@ TEST_CASE("plan records its content hash and version; plan --check re-validates 
   INFO(r.err);
   REQUIRE(r.code == 0);
   const auto pj = nlohmann::json::parse(slurp(plan));
+  // The hash of the task, planner, seed and the plan's shards.
+  const auto checked_task = embplan::io::task_from_json(nlohmann::json::parse(task_text("2")));
   const auto hash = embplan::hash_hex(embplan::content_hash(
-      embplan::io::task_from_json(nlohmann::json::parse(task_text("2"))), "lookup_greedy", 3));
+      checked_task, embplan::io::plan_from_json(pj, checked_task), "lookup_greedy", 3));
   CHECK(pj.at("planner") == "lookup_greedy");
   CHECK(pj.at("seed") == 3);
   CHECK(pj.at("content_hash") == hash);
   CHECK(pj.at("embplan_version") == EMBPLAN_VERSION_STRING);
-  CHECK(r.out.find("seed 3\ncontent hash: " + hash + " of (task, planner, seed), embplan " +
+  CHECK(r.out.find("seed 3\ncontent hash: " + hash + " of (task, planner, seed, shards), embplan " +
                    EMBPLAN_VERSION_STRING) != std::string::npos);
   const auto rj = nlohmann::json::parse(slurp(report));
   CHECK(rj.at("content_hash") == hash);
@@ -466,8 +501,8 @@ TEST_CASE("plan records its content hash and version; plan --check re-validates 
     INFO(r.out, r.err);
     CHECK(r.code == 0);
     CHECK(r.out.find("content hash: recorded " + hash + ", recomputed " + hash +
-                     " from the task, planner lookup_greedy and seed 3: match") !=
-          std::string::npos);
+                     " from the task, planner lookup_greedy, seed 3 and the plan's shards: "
+                     "match") != std::string::npos);
     CHECK(r.out.find("plan OK") != std::string::npos);
   }
 
@@ -492,9 +527,38 @@ TEST_CASE("plan records its content hash and version; plan --check re-validates 
     CHECK(x.code == 3);
     CHECK(x.out.find(expected) != std::string::npos);
     CHECK(x.out.find("plan OK") == std::string::npos);
+    CHECK(x.out.find("plan valid") == std::string::npos);
+    return x.out;
+  };
+  // Valid, but not the plan the planner made: exit 0, said on stdout.
+  const auto not_the_planners = [&](const nlohmann::json& j, const fs::path& against) {
+    write(tampered, j.dump());
+    const auto x = run("plan --check " + tampered.string() + " --task " + against.string());
+    INFO(x.out, x.err);
+    CHECK(x.code == 0);
+    CHECK(x.out.find(": DIFFERENT (the plan was edited, or made for another task, planner or "
+                     "seed)") != std::string::npos);
+    CHECK(x.out.find("\nplan valid, but not the plan planner lookup_greedy made (content hash "
+                     "recorded " +
+                     hash + ", this plan's ") != std::string::npos);
+    CHECK(x.out.find("plan OK") == std::string::npos);
+    CHECK(x.out.find("problem") == std::string::npos);
   };
 
+  // A table moved by hand to another device where it fits: the plan is
+  // valid, and the hash tells it from the planner's.
   auto j = pj;
+  const auto moved_to = (device_of("c") + 1) % 4;
+  j["shards"][shard_of("c")]["device"] = moved_to;
+  not_the_planners(j, task);
+  // Moved by hand so that it breaks the task: exit 3, the hash said too.
+  j = pj;
+  j["shards"][shard_of("b")]["device"] = device_of("a");
+  CHECK(rejected(j, "memory_bytes' = 1536000000")
+            .find("\nand not the plan planner lookup_greedy made (content hash recorded " + hash) !=
+        std::string::npos);
+
+  j = pj;
   j["shards"].erase(shard_of("a"));
   rejected(j,
            "1 problem:\n  table 0 'a': field 'tables[0]' = \"a\": expected a table covered "
@@ -530,19 +594,15 @@ TEST_CASE("plan records its content hash and version; plan --check re-validates 
   CHECK(r.code == 0);
   CHECK(r.out.find("from " + rules.string()) != std::string::npos);
 
-  // Another task (one table's pooling factor): the hash says so.
+  // Another task (one table's pooling factor) the plan is valid for: the hash
+  // says it is not the plan made for it.
   const auto changed = scratch() / "check-task-changed.json";
   write(changed, task_text("3"));
-  r = run("plan --check " + plan.string() + " --task " + changed.string());
-  CHECK(r.code == 3);
-  CHECK(r.out.find("content hash: recorded " + hash) != std::string::npos);
-  CHECK(r.out.find(": DIFFERENT (this task, planner or seed is not the one planned)") !=
-        std::string::npos);
-  CHECK(r.out.find("1 problem:\n  content hash differs") != std::string::npos);
+  not_the_planners(pj, changed);
   // Another seed recorded: the hash differs as well.
   j = pj;
   j["seed"] = 4;
-  rejected(j, "content hash differs");
+  not_the_planners(j, task);
 
   // Another version: said, not a problem.
   j = pj;

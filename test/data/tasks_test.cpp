@@ -152,6 +152,24 @@ TEST_CASE("neuroshard: a cluster too small for any draw fails clearly") {
       doctest::Contains("cannot draw a task that fits"), embplan::error);
 }
 
+TEST_CASE("a request no draw can fit is refused before drawing, not after 10,000 draws") {
+  const auto pool = embplan::data::synthetic_pool({.tables = 100});
+  // 20,000 tables of this pool average far more than 4 devices of 4 GiB:
+  // refused from the pool's statistics (before: 10,000 draws of 20,000).
+  embplan::data::task_options o{.devices = 4, .count = 1, .device_memory_bytes = 4 * embplan::gib};
+  o.min_tables = o.max_tables = 20'000;
+  CHECK_THROWS_WITH_AS(generate_tasks(pool, o), doctest::Contains("8 standard deviations"),
+                       embplan::error);
+  // The smallest task: 3 tables of at least 16 bytes each on no memory left
+  // after the protocol's 1 GiB reserve.
+  CHECK_THROWS_WITH_AS(
+      generate_tasks(pool, {.devices = 1, .count = 1, .device_memory_bytes = embplan::gib}),
+      doctest::Contains("the smallest task the protocol can draw"), embplan::error);
+  // What can fit still draws.
+  o.min_tables = o.max_tables = 10;
+  CHECK(generate_tasks(pool, o).size() == 1);
+}
+
 TEST_CASE("dreamshard: disjoint halves that cover the pool (DreamShard §4.1)") {
   const auto pool = embplan::data::synthetic_pool();
   const auto [train, test] = embplan::data::split_pool(pool, 0);

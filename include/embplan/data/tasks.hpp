@@ -342,6 +342,89 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
                s.half == pool_half::whole ? "pool" : std::string(to_string(s.half)) + " half", "");
   }
 
+  // No draw can fit when the smallest task that can be drawn (min_tables of
+  // the smallest tables at the smallest dim) exceeds the memory: refused
+  // now, not after max_redraws hopeless draws (each of up to max_tables).
+  {
+    const std::int32_t least_dim = *std::min_element(s.dims.begin(), s.dims.end());
+    const auto least_bytes = [&](std::size_t i) {
+      return block_bytes(static_cast<std::uint64_t>(pool[i].rows),
+                         static_cast<std::uint64_t>(least_dim),
+                         s.weight_dtype.value_or(pool[i].weight_dtype));
+    };
+    const auto smallest_sum = [&](const std::vector<std::size_t>& from, std::size_t n) {
+      std::vector<std::uint64_t> bytes(from.size());
+      for (std::size_t i = 0; i < from.size(); ++i)
+        bytes[i] = least_bytes(from[i]);
+      std::uint64_t total = 0;
+      if (s.with_replacement) {
+        const auto least = *std::min_element(bytes.begin(), bytes.end());
+        for (std::size_t i = 0; i < n; ++i)
+          total = checked_add(total, least, "task bytes");
+        return total;
+      }
+      const std::size_t k = std::min(n, bytes.size());
+      std::partial_sort(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(k), bytes.end());
+      for (std::size_t i = 0; i < k; ++i)
+        total = checked_add(total, bytes[i], "task bytes");
+      return total;
+    };
+    std::uint64_t least_task = 0;
+    if (options.unseen_share) {
+      const std::size_t k = detail::unseen_tables(*options.unseen_share, s.min_tables);
+      least_task = checked_add(smallest_sum(unseen, k), smallest_sum(source, s.min_tables - k),
+                               "task bytes");
+    } else {
+      least_task = smallest_sum(source, s.min_tables);
+    }
+    // A draw's bytes are a sum of min_tables independent (with replacement;
+    // without, less spread) table-and-dim draws: where even its mean less 8
+    // standard deviations exceeds the memory, a fitting draw has odds below
+    // 1e-15 and max_redraws draws of up to max_tables tables would only burn
+    // minutes (1,000,000 tables: 10,000 draws, 200 s) before failing.
+    if (!options.unseen_share && s.min_tables > 0) {
+      long double sum = 0;
+      long double sum_sq = 0;
+      for (const std::size_t i : source) {
+        for (const std::int32_t dim : s.dims) {
+          const auto b = static_cast<long double>(
+              block_bytes(static_cast<std::uint64_t>(pool[i].rows), static_cast<std::uint64_t>(dim),
+                          s.weight_dtype.value_or(pool[i].weight_dtype)));
+          sum += b;
+          sum_sq += b * b;
+        }
+      }
+      const auto draws = static_cast<long double>(source.size() * s.dims.size());
+      const long double mean = sum / draws;
+      const long double var = std::max<long double>(0, sum_sq / draws - mean * mean);
+      const auto n = static_cast<long double>(s.min_tables);
+      const long double low = n * mean - 8 * std::sqrt(n * var);
+      if (low > static_cast<long double>(s.max_total_bytes)) {
+        fail("device_memory_bytes", options.device_memory_bytes,
+             "enough memory for a task the protocol can draw: " + std::to_string(s.min_tables) +
+                 " tables drawn from the pool take " +
+                 std::to_string(static_cast<std::uint64_t>(n * mean)) +
+                 " bytes on average, and a draw of no more than the " +
+                 std::to_string(s.max_total_bytes) + " bytes a task may take on " +
+                 std::to_string(options.devices) +
+                 " devices is more than 8 standard deviations away (cannot draw a task that "
+                 "fits; use more devices, more memory or fewer tables)");
+      }
+    }
+    if (least_task > s.max_total_bytes) {
+      fail("device_memory_bytes", options.device_memory_bytes,
+           "enough memory for the smallest task the protocol can draw: " +
+               std::to_string(s.min_tables) + " of the pool's smallest tables at dim " +
+               std::to_string(least_dim) + " take " + std::to_string(least_task) +
+               " bytes, more than the " + std::to_string(s.max_total_bytes) +
+               " bytes a task may "
+               "take on " +
+               std::to_string(options.devices) +
+               " devices (cannot draw a task that fits; use more devices, more memory or "
+               "fewer tables)");
+    }
+  }
+
   const std::int32_t name_dim = *std::max_element(s.dims.begin(), s.dims.end());
   const std::uint64_t stream =
       16 + 4 * static_cast<std::uint64_t>(options.proto) + static_cast<std::uint64_t>(s.half);
