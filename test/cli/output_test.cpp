@@ -54,8 +54,8 @@ std::vector<std::string> output_test_leftovers(const fs::path& dir) {
 TEST_CASE("plan --json: a write that fails part-way leaves the previous report as it was") {
   const auto dir = output_test_dir("json");
   const auto report = dir / "good.json";
-  const std::string args =
-      "plan --task " + small_tasks().string() + " --planner lookup_greedy --json " + report.string();
+  const std::string args = "plan --task " + small_tasks().string() +
+                           " --planner lookup_greedy --json " + report.string();
   const auto first = run(args);
   REQUIRE(first.code == 0);
   const std::string good = slurp(report);
