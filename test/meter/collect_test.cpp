@@ -181,6 +181,14 @@ TEST_CASE("records, resume and torn tails") {
   const auto msg = message_of([&] { (void)eb::recorded_ids(path); });
   CHECK(msg.find("data.jsonl:3") != std::string::npos);
   CHECK(msg.find("garbage") != std::string::npos);
+  // A key twice in a record is refused (it was read as the last copy).
+  {
+    std::ofstream out(path);
+    out << R"({"id": 1, "total_ms": 1, "id": 2})" << '\n' << R"({"id": 3})" << '\n';
+  }
+  const auto twice = message_of([&] { (void)eb::recorded_ids(path); });
+  CHECK(twice.find("data.jsonl:1") != std::string::npos);
+  CHECK(twice.find("duplicate key \"id\"") != std::string::npos);
   fs::remove_all(dir);
 }
 

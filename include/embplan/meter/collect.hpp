@@ -36,6 +36,7 @@
 #include "embplan/core/topology.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/io/detail/input_guard.hpp"
+#include "embplan/io/json_file.hpp"
 #include "embplan/meter/cpu_meter.hpp"
 #include "embplan/version.hpp"
 
@@ -373,8 +374,17 @@ inline std::set<std::int64_t> recorded_ids(const std::filesystem::path& path,
     lines.push_back(line);
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
-    const auto j = nlohmann::json::parse(lines[i], nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("id") || !j["id"].is_number_integer()) {
+    // Strictly (io::parse_json): a key twice in a record is refused, not
+    // read as whichever copy the parser kept.
+    nlohmann::json j;
+    try {
+      j = io::parse_json(lines[i], path.string() + ":" + std::to_string(i + 1));
+    } catch (const embplan::error& e) {
+      if (i + 1 == lines.size()) break;  // torn tail of an interrupted run
+      embplan::detail::fail(path.string() + ":" + std::to_string(i + 1), lines[i].substr(0, 60),
+                            std::string("a JSON object with an integer \"id\" (") + e.what() + ")");
+    }
+    if (!j.is_object() || !j.contains("id") || !j["id"].is_number_integer()) {
       if (i + 1 == lines.size()) break;  // torn tail of an interrupted run
       embplan::detail::fail(path.string() + ":" + std::to_string(i + 1), lines[i].substr(0, 60),
                             "a JSON object with an integer \"id\"");

@@ -593,7 +593,7 @@ inline autoshard_train_state load_checkpoint(const std::filesystem::path& path,
   std::size_t next = 0;
   const auto json = [&](const std::string& key, auto&& read) {
     try {
-      read(nlohmann::json::parse(get(key)));
+      read(io::parse_json(get(key), source + ": metadata.embplan.train." + key));
     } catch (const nlohmann::json::exception& e) {
       embplan::detail::fail(source + ": metadata.embplan.train." + key, std::string(e.what()),
                             "the JSON rl::save_checkpoint writes");

@@ -624,8 +624,11 @@ inline dreamshard_train_state load_checkpoint(const std::filesystem::path& path,
                           "an iteration in [0, " + std::to_string(o.iterations) + "]");
   }
   try {
-    st.learning_curve = nlohmann::json::parse(get("learning_curve")).get<std::vector<double>>();
-    for (const auto& r : nlohmann::json::parse(get("buffer"))) {
+    st.learning_curve =
+        io::parse_json(get("learning_curve"), source + ": metadata.embplan.train.learning_curve")
+            .get<std::vector<double>>();
+    for (const auto& r :
+         io::parse_json(get("buffer"), source + ": metadata.embplan.train.buffer")) {
       dreamshard_record rec;
       rec.task = r.at("task").get<std::uint32_t>();
       rec.tables_on = r.at("tables_on").get<std::vector<std::vector<std::uint32_t>>>();
