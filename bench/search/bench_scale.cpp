@@ -18,7 +18,7 @@
 // Memory, two counters:
 //  - peak_heap_MB: the peak of live heap bytes during one planning call above
 //    what was live when it began. Every allocation of this program goes
-//    through the counting operator new / delete below (malloc_usable_size
+//    through the counting operator new / delete of common/counting_heap.hpp (malloc_usable_size
 //    bytes, so what the allocator really hands out); the peak is reset before
 //    each call, so the figure is one call's, whatever ran before it in the
 //    process.
@@ -46,37 +46,9 @@
 
 #include "common/bench_task.hpp"
 #include "common/bundled_model.hpp"
+#include "common/counting_heap.hpp"
 
 namespace {
-
-std::atomic<std::int64_t> live_bytes{0};
-std::atomic<std::int64_t> peak_bytes{0};
-
-void note_alloc(void* p) noexcept {
-  const auto n = static_cast<std::int64_t>(malloc_usable_size(p));
-  const std::int64_t now = live_bytes.fetch_add(n, std::memory_order_relaxed) + n;
-  std::int64_t peak = peak_bytes.load(std::memory_order_relaxed);
-  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
-}
-
-void* counted_alloc(std::size_t n, std::size_t align) {
-  void* p = nullptr;
-  if (align <= alignof(std::max_align_t)) {
-    p = std::malloc(n == 0 ? 1 : n);
-  } else if (posix_memalign(&p, align, n == 0 ? align : n) != 0) {
-    p = nullptr;
-  }
-  if (p == nullptr) throw std::bad_alloc();
-  note_alloc(p);
-  return p;
-}
-
-void counted_free(void* p) noexcept {
-  if (p == nullptr) return;
-  live_bytes.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
-  std::free(p);
-}
 
 double max_rss_mb() {
   rusage u{};
@@ -93,8 +65,8 @@ template <class Planner, class Prepare>
 void run(benchmark::State& state, const Planner& p, const embplan::task& t, Prepare prepare) {
   double peak_mb = 0.0;
   for (auto _ : state) {
-    const std::int64_t base = live_bytes.load();
-    peak_bytes.store(base);
+    const std::int64_t base = embplan_bench::live_bytes.load();
+    embplan_bench::peak_bytes.store(base);
     auto r = [&] {
       if constexpr (std::is_same_v<Prepare, no_prepare>) {
         return p(t, 0);
@@ -104,7 +76,7 @@ void run(benchmark::State& state, const Planner& p, const embplan::task& t, Prep
         return p(planned, 0);
       }
     }();
-    peak_mb = std::max(peak_mb, static_cast<double>(peak_bytes.load() - base) / 1e6);
+    peak_mb = std::max(peak_mb, static_cast<double>(embplan_bench::peak_bytes.load() - base) / 1e6);
     if (!r.ok) state.SkipWithError(r.failure.c_str());
     state.counters["cost_ms"] = r.cost_ms.max_ms();
     state.counters["shards"] = static_cast<double>(r.placement.shards.size());
@@ -270,57 +242,6 @@ void sizes(benchmark::internal::Benchmark* b) {
 }
 
 }  // namespace
-
-void* operator new(std::size_t n) {
-  return counted_alloc(n, 0);
-}
-void* operator new[](std::size_t n) {
-  return counted_alloc(n, 0);
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return counted_alloc(n, static_cast<std::size_t>(a));
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(n, 0);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(n, 0);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p) noexcept {
-  counted_free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  counted_free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  counted_free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  counted_free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  counted_free(p);
-}
 
 BENCHMARK(bm_torchrec)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls)->Apply(sizes);

@@ -136,19 +136,18 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
                 const std::string& compute_meter_name) {
   namespace eb = embplan::meter;
   if (a.kind != "compute" && a.kind != "comm") {
-    embplan::detail::fail("collect.kind", a.kind, "\"compute\" or \"comm\"");
+    embplan::detail::fail("kind", a.kind, "\"compute\" or \"comm\"");
   }
-  if (a.out.empty()) embplan::detail::fail("collect.out", "\"\"", "an output path");
+  if (a.out.empty()) embplan::detail::fail("--out", "\"\"", "an output path");
   check_collect_options_apply(a, w);
   // The records file, before any work: a regular file (or a new one) this
   // process may append to (recorded_ids below refuses a directory, device
   // or FIFO as every reader does).
   check_output_path("--out", a.out);
-  if (a.samples < 0) embplan::detail::fail("collect.samples", a.samples, "a count >= 0");
-  if (!(a.memory_gib > 0.0)) embplan::detail::fail("collect.memory_gib", a.memory_gib, "> 0");
-  const auto pool = a.pool.empty()
-                        ? embplan::data::synthetic_pool({.seed = 0})
-                        : embplan::io::pool_from_json(embplan::io::read_json_file(a.pool));
+  if (a.samples < 0) embplan::detail::fail("--samples", a.samples, "a count >= 0");
+  if (!(a.memory_gib > 0.0)) embplan::detail::fail("--memory-gib", a.memory_gib, "> 0");
+  const auto pool = a.pool.empty() ? embplan::data::synthetic_pool({.seed = 0})
+                                   : embplan::io::read_pool_file(a.pool);
   eb::collect_options o;
   o.dims = a.dims;
   o.min_tables = a.min_tables;
@@ -160,30 +159,40 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
   o.device_memory_bytes =
       static_cast<std::uint64_t>(a.memory_gib * static_cast<double>(1ull << 30));
   o.seed = a.seed;
-  eb::validate(o, pool.size());
+  naming_flags({{"collect.dims", "--dims"},
+                {"collect.min_tables", "--min-tables"},
+                {"collect.max_tables", "--max-tables"},
+                {"collect.devices", "--devices"},
+                {"collect.min_place", "--min-place"},
+                {"collect.max_place", "--max-place"},
+                {"collect.max_start_ms", "--max-start-ms"},
+                {"collect.pool.size", "--pool"}},
+               [&] { eb::validate(o, pool.size()); });
   const eb::protocol_options protocol{.warmup = a.warmup, .runs = a.runs, .drop = a.drop};
-  eb::validate(protocol);
-  if (a.batch_size < 1) embplan::detail::fail("collect.batch_size", a.batch_size, "a count >= 1");
+  naming_flags(
+      {{"protocol.warmup", "--warmup"}, {"protocol.runs", "--runs"}, {"protocol.drop", "--drop"}},
+      [&] { eb::validate(protocol); });
+  if (a.batch_size < 1) embplan::detail::fail("--batch-size", a.batch_size, "a count >= 1");
   if (a.max_weight_mib < 1) {
-    embplan::detail::fail("collect.max_weight_mib", a.max_weight_mib, "at least 1 MiB");
+    embplan::detail::fail("--max-weight-mib", a.max_weight_mib, "at least 1 MiB");
   }
   if (!(a.reference_ms >= 0.0) || !std::isfinite(a.reference_ms)) {
-    embplan::detail::fail("collect.reference_ms", a.reference_ms,
+    embplan::detail::fail("--reference-ms", a.reference_ms,
                           "a finite time >= 0 (0: measured, with --reference)");
   }
   const bool reference = a.reference || a.reference_ms > 0.0;
   if (reference && a.kind != "compute") {
-    embplan::detail::fail("collect.reference", true,
+    embplan::detail::fail("--reference", true,
                           "off for comm samples (the drift reference scales the compute meter)");
   }
   if (a.flush_mib != 0 && a.kind != "compute") {
-    embplan::detail::fail("collect.flush_mib", a.flush_mib,
+    embplan::detail::fail("--flush-mib", a.flush_mib,
                           "0 for comm samples (it sizes the compute meter's cache flush)");
   }
   const bool mpi_comm = a.kind == "comm" && w.size() > 1;
   if (mpi_comm && o.devices != w.size()) {
     embplan::detail::fail(
-        "collect.devices", o.devices,
+        "--devices", o.devices,
         "the number of MPI ranks (" + std::to_string(w.size()) + "): one rank per device");
   }
 #if !defined(EMBPLAN_WITH_MPI)
@@ -217,7 +226,7 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
   if (w.rank() == 0) {
     eb::truncate_torn_tail(a.out);
     file.open(a.out, std::ios::app);
-    if (!file) embplan::detail::fail("collect.out", a.out, "a writable file");
+    if (!file) embplan::detail::fail("--out", a.out, "a writable file");
   }
   if (w.rank() == 0 && !a.quiet) {
     std::cerr << "embplan collect " << a.kind << ": " << todo.size() << " samples to measure ("

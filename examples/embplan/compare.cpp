@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -77,7 +78,7 @@ struct planner_summary {
   }
 };
 
-// How compare_planners judges the plans.
+// How planner_comparison judges the plans.
 struct judging {
   bool optimum = false;    // also each task's optimum (exact search)
   std::size_t rounds = 1;  // interleaved measurements per plan (measured meter)
@@ -94,125 +95,151 @@ struct judging {
 // of its rounds; per task, each plan's cost over the baseline's.
 // With `optimum`, also each task's optimum table-wise plan under the meter
 // (exact_table_wise, search/exact.hpp) and each plan's gap to it.
-std::vector<planner_summary> compare_planners(std::span<const embplan::task> tasks,
-                                              std::span<const std::string> planners,
-                                              const meter_choice& meter, const planning_model& pm,
-                                              std::uint64_t seed, const judging& how,
-                                              progress& bar) {
-  const std::size_t n = tasks.size();
-  const std::size_t np = planners.size();
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  // NaN: no optimum asked for, or the task has no table-wise plan.
-  std::vector<double> best(n, nan);
-  for (std::size_t i = 0; how.optimum && i < n; ++i) {
-    const auto r = embplan::exact_table_wise{}.search(
-        tasks[i], meter.meter, embplan::default_constraint{}, embplan::neg_max_cost_reward{}, 0);
-    if (r.ok) best[i] = embplan::evaluate(tasks[i], r.placement, meter.meter).max_ms();
-    bar.advance();
+// The tasks come one at a time (add), so that a run of a million tasks holds
+// one task, not all of them: what it keeps per planner and task is the
+// plan's cost and, at the end, its ratio to the baseline's.
+class planner_comparison {
+ public:
+  // `tasks`: how many add() will be given.
+  planner_comparison(std::span<const std::string> planners, const meter_choice& meter,
+                     const planning_model& pm, std::uint64_t seed, const judging& how,
+                     std::size_t tasks)
+      : planners_(planners)
+      , meter_(meter)
+      , pm_(pm)
+      , seed_(seed)
+      , how_(how)
+      , n_(tasks)
+      // No lower bound for a meter whose plan cost is not its devices' (--meter dreamshard).
+      , with_bound_(!meter.plan_ms)
+      , out_(planners.size()) {
+    for (std::size_t p = 0; p < out_.size(); ++p) {
+      out_[p].planner = planners[p];
+      out_[p].tasks = n_;
+      out_[p].has_gap = with_bound_;
+      out_[p].costs.assign(n_, nan);  // NaN until the planner solves the task
+    }
   }
-  std::vector<std::vector<double>> cost(np, std::vector<double>(n, nan));
-  std::vector<planner_summary> out(np);
-  // The additive lower bound under the meter itself (search/lower_bound.hpp),
-  // once per task: gap = how far a plan is from it.
-  std::vector<double> bound(n);
-  // Not for a meter whose plan cost is not its devices' (--meter dreamshard).
-  const bool with_bound = !meter.plan_ms;
-  for (std::size_t i = 0; with_bound && i < n; ++i)
-    bound[i] = embplan::additive_lower_bound(tasks[i], meter.meter);
-  for (std::size_t p = 0; p < np; ++p) {
-    out[p].planner = planners[p];
-    out[p].tasks = n;
-    out[p].has_gap = with_bound;
-  }
-  std::vector<embplan::plan> plans;
-  std::vector<std::size_t> planned;  // planner of each entry of plans
-  for (std::size_t i = 0; i < n; ++i) {
-    plans.clear();
-    planned.clear();
-    for (std::size_t p = 0; p < np; ++p) {
-      auto& s = out[p];
+
+  // The next of the tasks: every planner plans it, its plans are priced.
+  void add(const embplan::task& task, progress& bar) {
+    const std::size_t i = added_++;
+    // NaN: no optimum asked for, or the task has no table-wise plan.
+    double best = nan;
+    if (how_.optimum) {
+      const auto r = embplan::exact_table_wise{}.search(
+          task, meter_.meter, embplan::default_constraint{}, embplan::neg_max_cost_reward{}, 0);
+      if (r.ok) best = embplan::evaluate(task, r.placement, meter_.meter).max_ms();
+      bar.advance();
+    }
+    // The additive lower bound under the meter itself (search/lower_bound.hpp):
+    // gap = how far a plan is from it.
+    const double bound = with_bound_ ? embplan::additive_lower_bound(task, meter_.meter) : 0.0;
+    plans_.clear();
+    planned_.clear();
+    for (std::size_t p = 0; p < out_.size(); ++p) {
+      auto& s = out_[p];
       auto result =
-          run_planner(planners[p], tasks[i], embplan::derive_seed(seed, i), pm, {}, how.stages);
-      s.mean_sharding_ms += result.search_ms / double(n);
+          run_planner(planners_[p], task, embplan::derive_seed(seed_, i), pm_, {}, how_.stages);
+      s.mean_sharding_ms += result.search_ms / double(n_);
       s.cache_lookups += result.cache_lookups;
       s.cache_hits += result.cache_hits;
       if (!result.ok) {
-        s.no_device += oversized_tables(tasks[i]) > 0 ? 1 : 0;
+        s.no_device += oversized_tables(task) > 0 ? 1 : 0;
         bar.advance();
         continue;
       }
       if (!result.made_by.empty()) ++s.made_by[result.made_by];
-      plans.push_back(std::move(result.placement));
-      planned.push_back(p);
+      plans_.push_back(std::move(result.placement));
+      planned_.push_back(p);
     }
     const auto measured = embplan::meter::measure_interleaved(
-        tasks[i], std::span<const embplan::plan>(plans), meter.meter, how.rounds);
-    for (std::size_t k = 0; k < plans.size(); ++k) {
-      auto& s = out[planned[k]];
+        task, std::span<const embplan::plan>(plans_), meter_.meter, how_.rounds);
+    for (std::size_t k = 0; k < plans_.size(); ++k) {
+      auto& s = out_[planned_[k]];
       double c = 0.0;
       double balance = 0.0;
       for (const auto& round : measured[k]) {
-        c += round.max_ms() / double(how.rounds);
-        balance += round.balance() / double(how.rounds);
+        c += round.max_ms() / double(how_.rounds);
+        balance += round.balance() / double(how_.rounds);
       }
-      if (meter.plan_ms) c = meter.plan_ms(tasks[i], plans[k]);
-      cost[planned[k]][i] = c;
+      if (meter_.plan_ms) c = meter_.plan_ms(task, plans_[k]);
+      s.costs[i] = c;
       ++s.succeeded;
       s.mean_cost_ms += c;
       s.mean_balance += balance;
-      if (with_bound) s.mean_gap += embplan::gap_to_bound(c, bound[i]);
-      if (!std::isnan(best[i])) {
+      if (with_bound_) s.mean_gap += embplan::gap_to_bound(c, bound);
+      if (!std::isnan(best)) {
         ++s.optimum_tasks;
-        s.mean_gap_opt += embplan::gap_to_bound(c, best[i]);
+        s.mean_gap_opt += embplan::gap_to_bound(c, best);
         // The same plan priced the same way gives the same figure; allow
         // for a different plan of equal cost summed in another order.
-        s.optimum_found += c <= best[i] * (1.0 + 1e-12) ? 1 : 0;
+        s.optimum_found += c <= best * (1.0 + 1e-12) ? 1 : 0;
       }
       bar.advance();
     }
   }
-  for (auto& s : out) {
-    if (s.succeeded) {
-      s.mean_cost_ms /= double(s.succeeded);
-      s.mean_balance /= double(s.succeeded);
-      s.mean_gap /= double(s.succeeded);
-    }
-    if (s.optimum_tasks) s.mean_gap_opt /= double(s.optimum_tasks);
-  }
-  for (std::size_t p = 0; p < np; ++p)
-    out[p].costs = cost[p];
-  // Paired ratios to the baseline: NaN where either failed the task.
-  if (how.baseline < np) {
-    for (std::size_t p = 0; p < np; ++p) {
-      out[p].ratios.resize(n);
-      for (std::size_t i = 0; i < n; ++i)
-        out[p].ratios[i] = cost[p][i] / cost[how.baseline][i];
-      out[p].to_baseline =
-          embplan::meter::paired_ratio_interval(std::span<const double>(out[p].ratios));
-    }
-  }
-  // Speedup over random: on the tasks both random and the planner solved.
-  std::size_t random_index = np;
-  for (std::size_t p = 0; p < np; ++p) {
-    if (planners[p] == "random") random_index = p;
-  }
-  if (random_index < np) {
-    for (std::size_t p = 0; p < np; ++p) {
-      double sum = 0.0;
-      std::size_t k = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        const double r = cost[random_index][i];
-        const double c = cost[p][i];
-        if (std::isnan(r) || std::isnan(c) || c <= 0.0) continue;
-        sum += r / c;
-        ++k;
+
+  // The summaries, once every task was added.
+  std::vector<planner_summary> finish() && {
+    const std::size_t np = out_.size();
+    for (auto& s : out_) {
+      if (s.succeeded) {
+        s.mean_cost_ms /= double(s.succeeded);
+        s.mean_balance /= double(s.succeeded);
+        s.mean_gap /= double(s.succeeded);
       }
-      out[p].speedup_tasks = k;
-      out[p].mean_speedup = k ? sum / double(k) : 0.0;
+      if (s.optimum_tasks) s.mean_gap_opt /= double(s.optimum_tasks);
     }
+    // Paired ratios to the baseline: NaN where either failed the task.
+    if (how_.baseline < np) {
+      const auto& base = out_[how_.baseline].costs;
+      for (auto& s : out_) {
+        s.ratios.resize(n_);
+        for (std::size_t i = 0; i < n_; ++i)
+          s.ratios[i] = s.costs[i] / base[i];
+        s.to_baseline = embplan::meter::paired_ratio_interval(std::span<const double>(s.ratios));
+      }
+    }
+    // Speedup over random: on the tasks both random and the planner solved.
+    std::size_t random_index = np;
+    for (std::size_t p = 0; p < np; ++p) {
+      if (planners_[p] == "random") random_index = p;
+    }
+    if (random_index < np) {
+      const auto& random = out_[random_index].costs;
+      for (auto& s : out_) {
+        double sum = 0.0;
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < n_; ++i) {
+          const double r = random[i];
+          const double c = s.costs[i];
+          if (std::isnan(r) || std::isnan(c) || c <= 0.0) continue;
+          sum += r / c;
+          ++k;
+        }
+        s.speedup_tasks = k;
+        s.mean_speedup = k ? sum / double(k) : 0.0;
+      }
+    }
+    return std::move(out_);
   }
-  return out;
-}
+
+ private:
+  static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+  std::span<const std::string> planners_;
+  const meter_choice& meter_;
+  const planning_model& pm_;
+  std::uint64_t seed_;
+  judging how_;
+  std::size_t n_;
+  bool with_bound_;
+  std::vector<planner_summary> out_;
+  std::size_t added_ = 0;             // the index of the task add() is given next
+  std::vector<embplan::plan> plans_;  // of the task being added
+  std::vector<std::size_t> planned_;  // planner of each entry of plans_
+};
 
 // NaN as JSON null.
 nlohmann::json number_or_null(double x) {
@@ -488,15 +515,19 @@ int run_compare(const compare_args& a) {
   for (std::size_t p = 0; p < names.size(); ++p)
     if (names[p] == baseline) how.baseline = p;
   for (const auto& st : settings) {
-    const auto tasks = generate_tasks_of(pool, st.options, st.args);
-    const auto rows =
-        compare_planners(std::span<const embplan::task>(tasks), std::span<const std::string>(names),
-                         meter, pm, a.seed, how, bar);
+    // One task at a time: --count 1000000 holds one task, not a million.
+    auto tasks = task_generator_of(pool, st.options, st.args);
+    const std::size_t task_count = tasks.count();
+    planner_comparison comparison(std::span<const std::string>(names), meter, pm, a.seed, how,
+                                  task_count);
+    while (tasks.remaining() > 0)
+      comparison.add(next_task_of(tasks, st.args), bar);
+    const auto rows = std::move(comparison).finish();
     bar.clear();
     std::cout << "\n"
               << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", ";
     if (st.tables > 0) std::cout << st.tables << " tables per task, ";
-    std::cout << tasks.size() << " tasks (seed " << a.seed << ")";
+    std::cout << task_count << " tasks (seed " << a.seed << ")";
     if (a.unseen_share) {
       std::cout << ", " << embplan::data::detail::share_text(*a.unseen_share)
                 << " of each task's tables unseen";
@@ -514,7 +545,7 @@ int run_compare(const compare_args& a) {
     setting_json["devices"] = st.devices;
     setting_json["max_dim"] = st.max_dim;
     if (st.tables > 0) setting_json["tables"] = st.tables;
-    setting_json["tasks"] = tasks.size();
+    setting_json["tasks"] = task_count;
     setting_json["planners"] = nlohmann::json::array();
     summary_header.push_back(std::to_string(st.devices) + "dev/" + std::to_string(st.max_dim) +
                              (st.tables > 0 ? "/T" + std::to_string(st.tables) : ""));
@@ -537,7 +568,8 @@ int run_compare(const compare_args& a) {
       if (how.baseline < names.size()) row.push_back(ratio_text(r.to_baseline));
       table.add(std::move(row));
       summary[p].push_back(cost);
-      setting_json["planners"].push_back(to_json(r, a.optimum, baseline));
+      // Per task figures: built only for --json to write them.
+      if (!a.json.empty()) setting_json["planners"].push_back(to_json(r, a.optimum, baseline));
       if (!std::string_view(r.planner).starts_with("rowwise_")) no_device += r.no_device;
     }
     table.print(std::cout);
@@ -549,7 +581,7 @@ int run_compare(const compare_args& a) {
       std::cout << r.planner << "'s plans by member: " << by << '\n';
     }
     std::cout.flush();
-    report["settings"].push_back(setting_json);
+    report["settings"].push_back(std::move(setting_json));
   }
   bar.clear();
   if (summary_header.size() > 2) {

@@ -171,6 +171,11 @@ struct program_meter {
   std::string bundled_policy;  // the default --policy, a file under data/ (empty: the CLI's)
   std::function<meter_choice()> make;
   bool measures = true;  // times plans (--rounds applies) rather than models them
+  // The program's own options of this meter (flag, its value as text): how it
+  // times (embplan_gpu: --warmup, --runs, --drop). The program refuses them
+  // where this meter does not run; a training run records them among its
+  // inputs, so a resume with other values is refused.
+  std::vector<std::pair<std::string, std::function<std::string()>>> options{};
 };
 
 // The measured meter's batch: --meter-batch, else the planning model's batch

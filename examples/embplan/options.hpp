@@ -138,7 +138,47 @@ inline void add_pool_option(CLI::App* app, std::string& pool) {
 
 inline std::vector<embplan::table_spec> load_pool(const std::string& path) {
   if (path.empty()) return embplan::data::synthetic_pool({.seed = 0});
-  return embplan::io::pool_from_json(embplan::io::read_json_file(path));
+  return embplan::io::read_pool_file(path);
+}
+
+// The message of the library's error `what` about its field `field` (or an
+// element of it: "collect.dims[2]", named "--dims[2]") with that field named as the flag the user
+// typed, and its value as `shown` where given (the flag's own units); empty
+// where the error is about another field. The CLI names flags, not the
+// library's structs.
+inline std::string renamed_field(std::string_view what, std::string_view field,
+                                 std::string_view flag, const std::string* shown = nullptr) {
+  const std::string head = "field '" + std::string(field);
+  if (!what.starts_with(head)) return {};
+  const auto rest = what.substr(head.size());
+  if (!rest.starts_with("' = ") && !rest.starts_with("[")) return {};
+  const auto eq = what.find("' = ", head.size());
+  if (eq == std::string_view::npos) return {};
+  const auto colon = what.find(": expected ", eq);
+  if (colon == std::string_view::npos) return {};
+  const std::string value =
+      shown != nullptr ? *shown : std::string(what.substr(eq + 4, colon - eq - 4));
+  // An element keeps its index: "collect.dims[1]" is "--dims[1]".
+  const auto element = what.substr(head.size(), eq - head.size());
+  return "field '" + std::string(flag) + std::string(element) + "' = " + value +
+         std::string(what.substr(colon));
+}
+
+// Runs `body`; an embplan::error about one of the library's fields in
+// `flags` ({field, flag} pairs) is thrown again naming the flag (renamed_field).
+template <class Body>
+decltype(auto) naming_flags(
+    std::initializer_list<std::pair<std::string_view, std::string_view>> flags, Body&& body) {
+  try {
+    return std::forward<Body>(body)();
+  } catch (const embplan::error& e) {
+    for (const auto& [field, flag] : flags) {
+      if (auto text = renamed_field(e.what(), field, flag); !text.empty()) {
+        throw embplan::error(text);
+      }
+    }
+    throw;
+  }
 }
 
 // A file a subcommand writes after its work: checked before the work, so a

@@ -216,8 +216,10 @@ void print_report(const embplan::task& t, const embplan::plan& p, const embplan:
       "DRAM: host memory, the weights and optimizer state of uvm_caching and host tables.");
 }
 
-// The report's JSON (--json, key "report"): what print_report shows.
-nlohmann::json report_json(const embplan::task& t, const embplan::plan_report& r) {
+// The report's JSON (--json, key "report"): what print_report shows, its
+// per-table list written one table at a time.
+void write_report_json(embplan::io::detail::json_writer& w, const embplan::task& t,
+                       const embplan::plan_report& r) {
   const auto imbalance = [](const embplan::imbalance& x) {
     return nlohmann::json{
         {"max", x.max}, {"mean", x.mean}, {"max_over_mean", x.max_over_mean}, {"cv", x.cv}};
@@ -250,20 +252,21 @@ nlohmann::json report_json(const embplan::task& t, const embplan::plan_report& r
                                         {"share_of_compute", x.share_of_compute},
                                         {"hbm_bytes", x.hbm_bytes}});
   }
-  out["tables"] = nlohmann::json::array();
-  for (std::size_t i = 0; i < r.tables.size(); ++i) {
+  const auto table_json = [&](std::size_t i) {
     const auto& x = r.tables[i];
-    out["tables"].push_back({{"table", i},
-                             {"name", t.tables[i].name},
-                             {"sharding", x.sharding},
-                             {"devices", x.devices},
-                             {"pieces", x.pieces},
-                             {"replicas", x.replicas},
-                             {"cost_ms", x.cost_ms},
-                             {"hbm_bytes", x.hbm_bytes},
-                             {"dram_bytes", x.dram_bytes}});
-  }
-  return out;
+    return nlohmann::json{
+        {"table", i},           {"name", t.tables[i].name}, {"sharding", x.sharding},
+        {"devices", x.devices}, {"pieces", x.pieces},       {"replicas", x.replicas},
+        {"cost_ms", x.cost_ms}, {"hbm_bytes", x.hbm_bytes}, {"dram_bytes", x.dram_bytes}};
+  };
+  w.begin_object();
+  w.members(out, {{"tables", [&](auto& tables) {
+                     tables.begin_array();
+                     for (std::size_t i = 0; i < r.tables.size(); ++i)
+                       tables.value(table_json(i));
+                     tables.end_array();
+                   }}});
+  w.end_object();
 }
 
 // The CLI's bound on a task's devices (the library reader allows 2^20): a
@@ -289,29 +292,19 @@ void check_device_count(const nlohmann::json& task, const std::string& where) {
   }
 }
 
-// The task --index picks: the file is read once and only that task is
-// converted, so a file of many large tasks costs the memory of one.
+// The task --index picks: the file is read once, and only that task's tables
+// are converted, each as the parser reaches it (io::read_task_file), so a file
+// of many large tasks costs the memory of one task's tables.
 embplan::task load_task(const std::string& file, std::size_t index) {
-  const auto j = embplan::io::read_json_file(file);
-  const auto tasks = j.is_object() ? j.find("tasks") : j.end();
-  if (j.is_object() && j.size() == 1 && tasks != j.end() && tasks->is_array() && !tasks->empty()) {
-    if (index >= tasks->size()) {
-      embplan::detail::fail(
-          "--index", index,
-          "an index below the " + std::to_string(tasks->size()) + " tasks in " + file);
-    }
-    const std::string where = "tasks[" + std::to_string(index) + "]";
-    check_device_count((*tasks)[index], where);
-    return embplan::io::task_from_json((*tasks)[index], where);
-  }
-  // One task, or a file the library's reader explains.
-  if (j.is_object() && tasks == j.end()) check_device_count(j, "task");
-  auto all = embplan::io::tasks_from_json(j);
-  if (index >= all.size()) {
+  auto f = embplan::io::read_task_file(file, index);
+  if (f.size() > 0 && index >= f.size()) {
     embplan::detail::fail("--index", index,
-                          "an index below the " + std::to_string(all.size()) + " tasks in " + file);
+                          "an index below the " + std::to_string(f.size()) + " tasks in " + file);
   }
-  return std::move(all[index]);
+  if (const auto* j = f.task_json(index)) {
+    check_device_count(*j, f.lone() ? "task" : "tasks[" + std::to_string(index) + "]");
+  }
+  return f.take(index);
 }
 
 // The user's constraints (--constraints), read for `t`, whose tables take
@@ -595,35 +588,44 @@ int run_plan(const plan_args& a, const CLI::App& sub) {
     report["tier_moves"] = std::move(moves);
   }
   report["piece_cost_by"] = piece_meter.text;
-  report["tables"] = nlohmann::json::array();
+  // --json's "tables": each piece as the table below shows it, made as it is
+  // written (a million pieces are never a document in memory).
+  const auto pieces = by_table(result.placement);
+  const auto piece_json = [&](const embplan::shard* s) {
+    const auto& priced = rep.pieces[static_cast<std::size_t>(s - result.placement.shards.data())];
+    return nlohmann::json{{"table", s->table},
+                          {"name", t.tables[s->table].name},
+                          {"sharding", rep.tables[s->table].sharding},
+                          {"piece", piece_text(t, *s)},
+                          {"device", s->device},
+                          {"device_name", device_name(t, s->device)},
+                          {"cost_ms", priced.cost_ms},
+                          {"memory_bytes", priced.hbm_bytes}};
+  };
   text_table tables({"table", "name", "sharding", "piece", "device", "cost ms", "memory"});
   bool split_cols = false;
   bool split_rows = false;
   bool replicas = false;
   bool copies = false;
-  for (const auto* s : by_table(result.placement)) {
+  for (const auto* s : pieces) {
     const auto& spec = t.tables[s->table];
-    const auto& priced = rep.pieces[static_cast<std::size_t>(s - result.placement.shards.data())];
-    const double piece_ms = priced.cost_ms;
-    const auto bytes = priced.hbm_bytes;
-    const auto piece = piece_text(t, *s);
     split_cols = split_cols || s->cols() != spec.dim;
     split_rows = split_rows || (!s->replica && s->rows() != spec.rows);
     replicas = replicas || s->replica;
     copies = copies || s->data_parallel;
-    tables.add({std::to_string(s->table), spec.name.empty() ? "-" : spec.name,
-                std::string(rep.tables[s->table].sharding), piece, device_name(t, s->device),
-                fixed(piece_ms, 3), bytes_text(bytes)});
-    report["tables"].push_back({{"table", s->table},
-                                {"name", spec.name},
-                                {"sharding", rep.tables[s->table].sharding},
-                                {"piece", piece},
-                                {"device", s->device},
-                                {"device_name", device_name(t, s->device)},
-                                {"cost_ms", piece_ms},
-                                {"memory_bytes", bytes}});
   }
-  tables.print(std::cout);
+  tables.print_rows(std::cout, pieces.size(), [&](std::size_t i) {
+    const auto* s = pieces[i];
+    const auto& spec = t.tables[s->table];
+    const auto& priced = rep.pieces[static_cast<std::size_t>(s - result.placement.shards.data())];
+    return std::vector<std::string>{std::to_string(s->table),
+                                    spec.name.empty() ? "-" : spec.name,
+                                    std::string(rep.tables[s->table].sharding),
+                                    piece_text(t, *s),
+                                    device_name(t, s->device),
+                                    fixed(priced.cost_ms, 3),
+                                    bytes_text(priced.hbm_bytes)};
+  });
   std::string legend = "cost ms = the piece alone on its device, forward + backward compute, ";
   legend +=
       measured ? "priced by the simulated meter (" + piece_meter.text + "), not measured once more."
@@ -699,11 +701,12 @@ int run_plan(const plan_args& a, const CLI::App& sub) {
   if (!a.no_report) print_report(t, result.placement, rep, !measured);
   report["cost_ms"] = cost.max_ms();
   report["balance"] = cost.balance();
-  report["report"] = report_json(t, rep);
-  report["plan"] = embplan::io::to_json(t, result.placement, made);  // what plan --check reads
-
+  // "plan": what plan --check reads.
+  const auto write_plan = [&](embplan::io::detail::json_writer& out) {
+    embplan::io::write_plan_json(out, t, result.placement, &made);
+  };
   if (!a.out.empty()) {
-    embplan::io::write_json_file(a.out, report["plan"]);
+    embplan::io::write_json_file_streamed(a.out, write_plan);
     std::cout << "wrote " << a.out << '\n';
   }
   if (!a.torchrec.empty()) {
@@ -715,7 +718,18 @@ int run_plan(const plan_args& a, const CLI::App& sub) {
     std::cout << "wrote " << a.trace << " (open in Perfetto or chrome://tracing)\n";
   }
   if (!a.json.empty()) {
-    embplan::io::write_json_file(a.json, report);
+    embplan::io::write_json_file_streamed(a.json, [&](embplan::io::detail::json_writer& doc) {
+      doc.begin_object();
+      doc.members(report, {{"plan", write_plan},
+                           {"report", [&](auto& out) { write_report_json(out, t, rep); }},
+                           {"tables", [&](auto& out) {
+                              out.begin_array();
+                              for (const auto* s : pieces)
+                                out.value(piece_json(s));
+                              out.end_array();
+                            }}});
+      doc.end_object();
+    });
     std::cout << "wrote " << a.json << '\n';
   }
   return 0;

@@ -29,7 +29,7 @@ int run_pool(const pool_args& a) {
   std::cout << "synthetic MetaSyn-like pool, seed " << a.seed << ", " << pool.size() << " tables\n"
             << embplan::data::format_statistics(stats);
   if (!a.out.empty()) {
-    embplan::io::write_json_file(a.out, embplan::io::pool_to_json(pool));
+    embplan::io::write_pool_file(a.out, pool);
     std::cout << "wrote " << a.out << '\n';
   }
   return 0;

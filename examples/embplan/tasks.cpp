@@ -30,28 +30,51 @@ void check_max_dim(std::int32_t max_dim) {
   }
 }
 
+namespace {
+
+// Rethrows `e`, the error of the library's task generation, naming the flags
+// the user typed (--memory-gib, --tables) instead of the library's fields
+// (device_memory_bytes, max_tables); any other error as it is. Called in a
+// handler of `e`.
+[[noreturn]] void rethrow_with_flags(const embplan::error& e, const task_args& a) {
+  std::ostringstream gib;
+  gib << a.memory_gib;
+  const std::string gib_text = gib.str();
+  const std::string tables_text = std::to_string(a.tables);
+  for (auto text : {renamed_field(e.what(), "device_memory_bytes", "--memory-gib", &gib_text),
+                    renamed_field(e.what(), "max_tables", "--tables", &tables_text)}) {
+    if (!text.empty()) throw embplan::error(text);
+  }
+  throw;
+}
+
+}  // namespace
+
 std::vector<embplan::task> generate_tasks_of(std::span<const embplan::table_spec> pool,
                                              const embplan::data::task_options& options,
                                              const task_args& a) {
   try {
     return embplan::data::generate_tasks(pool, options);
   } catch (const embplan::error& e) {
-    const std::string_view what = e.what();
-    const auto renamed = [&](std::string_view field, std::string_view flag,
-                             const std::string& shown) -> std::string {
-      const std::string head = "field '" + std::string(field) + "' = ";
-      if (!what.starts_with(head)) return {};
-      const auto colon = what.find(": expected ", head.size());
-      if (colon == std::string_view::npos) return {};
-      return "field '" + std::string(flag) + "' = " + shown + std::string(what.substr(colon));
-    };
-    std::ostringstream gib;
-    gib << a.memory_gib;
-    for (auto text : {renamed("device_memory_bytes", "--memory-gib", gib.str()),
-                      renamed("max_tables", "--tables", std::to_string(a.tables))}) {
-      if (!text.empty()) throw embplan::error(text);
-    }
-    throw;
+    rethrow_with_flags(e, a);
+  }
+}
+
+embplan::data::task_generator task_generator_of(std::span<const embplan::table_spec> pool,
+                                                const embplan::data::task_options& options,
+                                                const task_args& a) {
+  try {
+    return embplan::data::task_generator(pool, options);
+  } catch (const embplan::error& e) {
+    rethrow_with_flags(e, a);
+  }
+}
+
+embplan::task next_task_of(embplan::data::task_generator& tasks, const task_args& a) {
+  try {
+    return tasks.next();
+  } catch (const embplan::error& e) {
+    rethrow_with_flags(e, a);
   }
 }
 
@@ -101,15 +124,18 @@ int run_tasks(const tasks_command& a) {
   const auto options = task_options_of(a.task);
   check_output_path("--out", a.out);
   const auto pool = load_pool(a.pool);
-  const auto tasks = generate_tasks_of(pool, options, a.task);
-  embplan::io::write_json_file(a.out, embplan::io::tasks_to_json(tasks));
+  // One task in memory at a time: each is drawn as the file reaches it.
+  auto tasks = task_generator_of(pool, options, a.task);
   std::size_t min_t = ~std::size_t{0};
   std::size_t max_t = 0;
-  for (const auto& t : tasks) {
-    min_t = std::min(min_t, t.tables.size());
-    max_t = std::max(max_t, t.tables.size());
-  }
-  std::cout << "wrote " << tasks.size() << " " << a.task.protocol << " tasks (" << min_t << "-"
+  embplan::task current;
+  embplan::io::write_tasks_file(a.out, tasks.count(), [&]() -> const embplan::task& {
+    current = next_task_of(tasks, a.task);
+    min_t = std::min(min_t, current.tables.size());
+    max_t = std::max(max_t, current.tables.size());
+    return current;
+  });
+  std::cout << "wrote " << tasks.count() << " " << a.task.protocol << " tasks (" << min_t << "-"
             << max_t << " tables on " << a.task.devices << " devices";
   if (a.task.unseen_share) {
     std::cout << ", " << embplan::data::detail::share_text(*a.task.unseen_share)

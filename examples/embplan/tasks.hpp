@@ -35,6 +35,15 @@ std::vector<embplan::task> generate_tasks_of(std::span<const embplan::table_spec
                                              const embplan::data::task_options& options,
                                              const task_args& a);
 
+// embplan::data::task_generator, its refusals naming the flags as
+// generate_tasks_of's do; `pool` must outlive it.
+embplan::data::task_generator task_generator_of(std::span<const embplan::table_spec> pool,
+                                                const embplan::data::task_options& options,
+                                                const task_args& a);
+
+// tasks.next(), its error naming the flags as generate_tasks_of's do.
+embplan::task next_task_of(embplan::data::task_generator& tasks, const task_args& a);
+
 // Checks --devices and --max-dim values alone (compare takes lists of them).
 void check_devices(std::size_t devices);
 void check_max_dim(std::int32_t max_dim);

@@ -18,6 +18,27 @@ class text_table {
 
   // First column left-aligned, the others right-aligned (they hold numbers).
   void print(std::ostream& os) const {
+    print_each(os, [&](const auto& each) {
+      for (const auto& r : rows_)
+        each(r);
+    });
+  }
+
+  // print() of `count` rows made by row(i), with none kept: each row is made
+  // twice, once to measure the columns and once to print it (a plan of a
+  // million pieces prints without a million rows in memory).
+  template <class Row>
+  void print_rows(std::ostream& os, std::size_t count, Row&& row) const {
+    print_each(os, [&](const auto& each) {
+      for (std::size_t i = 0; i < count; ++i)
+        each(row(i));
+    });
+  }
+
+ private:
+  // rows(each) calls each(row) for every row, in order; it is called twice.
+  template <class Rows>
+  void print_each(std::ostream& os, const Rows& rows) const {
     std::vector<std::size_t> width(header_.size(), 0);
     auto measure = [&](const std::vector<std::string>& r) {
       for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) {
@@ -25,8 +46,7 @@ class text_table {
       }
     };
     measure(header_);
-    for (const auto& r : rows_)
-      measure(r);
+    rows(measure);
     auto line = [&](const std::vector<std::string>& r) {
       for (std::size_t i = 0; i < width.size(); ++i) {
         const std::string& cell = i < r.size() ? r[i] : std::string();
@@ -41,11 +61,9 @@ class text_table {
     for (auto w : width)
       total += w;
     os << std::string(total + 2 * (width.size() - 1), '-') << '\n';
-    for (const auto& r : rows_)
-      line(r);
+    rows(line);
   }
 
- private:
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
 };

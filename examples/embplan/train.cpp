@@ -56,7 +56,7 @@ std::vector<embplan::task> load_training_tasks(const std::string& path, bool one
   if (!std::filesystem::exists(path)) {
     embplan::detail::fail("--tasks", path, "a tasks JSON file (embplan tasks)");
   }
-  auto tasks = embplan::io::tasks_from_json(embplan::io::read_json_file(path));
+  auto tasks = embplan::io::read_tasks_file(path);
   if (tasks.empty()) embplan::detail::fail("--tasks", path, "a file of at least one task");
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const std::string where = "tasks[" + std::to_string(i) + "]";
@@ -174,6 +174,10 @@ embplan::rl::train_inputs training_inputs(const train_args& a,
       a.pool.empty() ? "the synthetic pool (seed 0)" : embplan::rl::content_fingerprint(a.pool);
   in["--split-seed"] = std::to_string(a.split_seed);
   in["--meter"] = a.meter;
+  if (a.own && a.meter == a.own->name) {
+    for (const auto& [flag, value] : a.own->options)
+      in[flag] = value();
+  }
   in["--reference"] = a.reference || a.reference_ms > 0.0 ? "true" : "false";
   in["--reference-ms"] = embplan::rl::detail::mdp_number_text(a.reference_ms);
   in["--flush-mib"] = std::to_string(a.flush_mib);

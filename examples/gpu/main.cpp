@@ -102,12 +102,30 @@ int main(int argc, char** argv) {
                 " highest and lowest dropped, L2 flushed; each table's trace shared by every "
                 "plan of its task); communication from the analytic all-to-all model"};
   };
+  own->options = {{"--warmup", [&] { return std::to_string(warmup); }},
+                  {"--runs", [&] { return std::to_string(runs); }},
+                  {"--drop", [&] { return std::to_string(drop); }}};
   const auto compare = embplan_cli::add_compare(app, own);
   embplan_cli::add_protocol_options(compare.app, warmup, runs, drop);
   // train: the CLI's, with the GPU meter as the default meter of dreamshard
   // and autoshard (compute and comm train on records, as `embplan train`).
   const auto train = embplan_cli::add_train(app, own);
   embplan_cli::add_protocol_options(train.app, warmup, runs, drop);
+  // --warmup, --runs and --drop set how the GPU meter times: refused where it
+  // does not run (another --meter; train compute and comm train on records).
+  const auto check_timing_options = [&](CLI::App& sub, bool meter_runs, const std::string& why) {
+    if (meter_runs) return;
+    for (const auto& [flag, value] : own->options) {
+      const CLI::Option* opt = sub.get_option_no_throw(flag);
+      if (opt == nullptr || opt->count() == 0) continue;
+      throw embplan::error(embplan::detail::field_message(
+          flag, value(), "only where the cuda meter times (" + why + ")"));
+    }
+  };
+  const auto value_of = [](CLI::App& sub, const std::string& name, const std::string& fallback) {
+    const CLI::Option* opt = sub.get_option_no_throw(name);
+    return opt != nullptr && opt->count() > 0 ? opt->results().front() : fallback;
+  };
 
   if (const auto code = embplan_cli::parse_command_line(app, argc, argv, "embplan_gpu")) {
     return *code;
@@ -116,7 +134,22 @@ int main(int argc, char** argv) {
   // other outcome follows the CLI's exit codes (exit.hpp).
   return embplan_cli::run_guarded("embplan_gpu", [&]() -> int {
     try {
-      if (*compare.app || *train.app) return *compare.app ? compare.run() : train.run();
+      if (*compare.app) {
+        const std::string meter = value_of(*compare.app, "--meter", own->name);
+        check_timing_options(*compare.app, meter == own->name,
+                             "compare --meter " + own->name + "; not --meter " + meter);
+        return compare.run();
+      }
+      if (*train.app) {
+        const std::string kind = value_of(*train.app, "kind", "");
+        const std::string meter = value_of(*train.app, "--meter", own->name);
+        const bool measured = kind == "dreamshard" || kind == "autoshard";
+        check_timing_options(
+            *train.app, measured && meter == own->name,
+            "train dreamshard or autoshard with --meter " + own->name +
+                (measured ? "; not --meter " + meter : "; train " + kind + " trains on records"));
+        return train.run();
+      }
       std::string why;
       const std::string device = embplan_gpu::device_description(why);
       if (*observe) embplan_cli::validate(ob);

@@ -128,15 +128,29 @@ TEST_CASE("collect comm without MPI ranks: analytic meter, per-device costs") {
 TEST_CASE("collect and observe: bad input names the field and value") {
   auto r = run("collect bogus --out " + (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
-  CHECK(r.err.find("collect.kind") != std::string::npos);
-  CHECK(r.err.find("bogus") != std::string::npos);
+  // Named as the user typed them (the positional kind, the flags), not as
+  // the library's collect_options fields.
+  CHECK(r.err.find("field 'kind' = \"bogus\": expected") != std::string::npos);
   r = run("collect compute --samples -4 --out " + (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
   CHECK(r.err.find("'--samples'") != std::string::npos);
   CHECK(r.err.find("-4") != std::string::npos);
   r = run("collect compute --runs 2 --drop 1 --out " + (scratch() / "x.jsonl").string());
   CHECK(r.code == 2);
-  CHECK(r.err.find("protocol.drop") != std::string::npos);
+  CHECK(r.err.find("field '--drop' = 1: expected a count >= 0 leaving at least one of 2 runs") !=
+        std::string::npos);
+  r = run("collect compute --dims 6 --out " + (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("field '--dims[0]' = 6: expected a positive multiple of 4") !=
+        std::string::npos);
+  r = run("collect compute --min-tables 5 --max-tables 3 --out " +
+          (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("field '--max-tables' = 3: expected between") != std::string::npos);
+  r = run("collect comm --min-place 20 --max-place 10 --out " + (scratch() / "x.jsonl").string());
+  CHECK(r.code == 2);
+  CHECK(r.err.find("field '--max-place' = 10: expected between") != std::string::npos);
+  CHECK(r.err.find("collect.") == std::string::npos);
   r = run("observe --sets 0");
   CHECK(r.code == 2);
   CHECK(r.err.find("'--sets'") != std::string::npos);

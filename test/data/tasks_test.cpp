@@ -495,3 +495,79 @@ TEST_CASE("bad unseen_share names the field and the value") {
       generate_tasks(embplan::data::synthetic_pool({.tables = 1}), {.unseen_share = 1.0}),
       doctest::Contains("'pool' = 1"), embplan::error);
 }
+
+TEST_CASE("task_generator: one task at a time, the same tasks as generate_tasks") {
+  const auto pool = embplan::data::synthetic_pool();
+  struct drawn {
+    task_options options;
+    std::uint64_t fingerprint;  // of the tasks generate_tasks drew before task_generator existed
+  };
+  const std::vector<drawn> cases{
+      {{.count = 30, .seed = 7}, 0x6fd6a20621424ed2ULL},
+      {{.devices = 8, .max_dim = 16, .count = 12, .seed = 1}, 0xb181e4771c894dfaULL},
+      {{.proto = protocol::dreamshard,
+        .count = 15,
+        .seed = 2,
+        .half = pool_half::test,
+        .split_seed = 3},
+       0x893c3c28460f6f60ULL},
+      {{.proto = protocol::autoshard, .count = 15, .seed = 4, .unseen_share = 0.25},
+       0xc9c06fee5019f0a0ULL},
+      // 150 of 856 tables with replacement: copies ("t5#2") in every task,
+      // numbered afresh in each.
+      {{.max_dim = 4, .count = 20, .min_tables = 150, .max_tables = 150}, 0xfbcd0077db59c04eULL}};
+  for (const auto& c : cases) {
+    CAPTURE(embplan::data::to_string(c.options.proto));
+    CAPTURE(*c.options.count);
+    embplan::data::task_generator tasks(pool, c.options);
+    REQUIRE(tasks.count() == *c.options.count);
+    std::vector<embplan::task> one_by_one;
+    while (tasks.remaining() > 0) {
+      CHECK(tasks.remaining() == tasks.count() - one_by_one.size());
+      one_by_one.push_back(tasks.next());
+    }
+    CHECK(fingerprint(one_by_one) == c.fingerprint);
+    CHECK(one_by_one == generate_tasks(pool, c.options));
+    CHECK_THROWS_WITH_AS(tasks.next(), doctest::Contains("'task_generator.next' = "),
+                         embplan::error);
+  }
+  // The protocol's count where the options leave it unset.
+  CHECK(embplan::data::task_generator(pool, {.proto = protocol::dreamshard}).count() == 50);
+  CHECK(embplan::data::task_generator(pool, {}).remaining() == 100);
+}
+
+TEST_CASE("task_generator refuses, when constructed, what generate_tasks refuses") {
+  const auto pool = embplan::data::synthetic_pool({.tables = 100});
+  auto bad_pool = pool;
+  bad_pool[3].rows = -5;
+  embplan::data::task_options too_many{.count = 1};
+  too_many.min_tables = too_many.max_tables = 20'000;
+  struct refused {
+    std::vector<embplan::table_spec> pool;
+    task_options options;
+  };
+  const std::vector<refused> cases{
+      {pool, {.devices = 0}},
+      {pool, {.max_dim = 100}},
+      {pool, {.min_tables = 30, .max_tables = 20}},
+      {{}, {}},
+      {bad_pool, {}},
+      {pool, {.proto = protocol::autoshard, .devices = 11}},
+      {pool, {.proto = protocol::dreamshard, .max_tables = 60}},
+      {pool, {.proto = protocol::autoshard, .devices = 8, .unseen_share = 0.75}},
+      {pool, too_many},
+      {pool, {.devices = 1, .count = 1, .device_memory_bytes = embplan::gib}},
+      {embplan::data::synthetic_pool({.tables = 1}), {.unseen_share = 1.0}}};
+  for (const auto& c : cases) {
+    std::string expected;
+    try {
+      (void)generate_tasks(c.pool, c.options);
+    } catch (const embplan::error& e) {
+      expected = e.what();
+    }
+    REQUIRE_FALSE(expected.empty());
+    CAPTURE(expected);
+    CHECK_THROWS_WITH_AS(embplan::data::task_generator(c.pool, c.options), expected.c_str(),
+                         embplan::error);
+  }
+}

@@ -294,58 +294,160 @@ constexpr pool_half other_half(pool_half trained) noexcept {
   return pool_half::whole;
 }
 
-// `count` tasks under the options' protocol. Throws embplan::error for bad
-// options (naming the field and value), an invalid pool table ("pool[3].rows"),
-// more tables than the pool (half) holds when sampling without replacement
-// (with unseen_share: more than either half holds for its part), or
-// when 10,000 draws in a row do not fit the cluster's memory.
-inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
-                                        const task_options& options = {}) {
-  using embplan::detail::fail;
-  const protocol_settings s = resolve_protocol(options);
-  if (pool.empty()) fail("pool", 0, "at least one table");
-  for (std::size_t i = 0; i < pool.size(); ++i)
-    validate(pool[i], embplan::detail::path("pool", i));
+// The tasks of generate_tasks one at a time, so that a caller that consumes
+// them in turn (compare) holds one task, not all `count` of them: next()
+// returns task 0, 1, ..., count - 1, each the same as generate_tasks' task of
+// that index. The constructor refuses everything generate_tasks refuses up
+// front (bad options, an invalid pool table, more tables than the pool
+// holds, a cluster too small for any draw) before any task is drawn; next()
+// throws only when 10,000 draws in a row do not fit the cluster's memory.
+// The pool is viewed, not copied: it must outlive the generator.
+class task_generator {
+ public:
+  task_generator(std::span<const table_spec> pool, const task_options& options = {})
+      : pool_(pool), options_(options), s_(resolve_protocol(options)) {
+    using embplan::detail::fail;
+    if (pool.empty()) fail("pool", 0, "at least one table");
+    for (std::size_t i = 0; i < pool.size(); ++i)
+      validate(pool[i], embplan::detail::path("pool", i));
 
-  // The tables drawn from: `source`; with unseen_share, the train half there
-  // and the test half in `unseen`.
-  std::vector<std::size_t> source(pool.size());
-  std::iota(source.begin(), source.end(), std::size_t{0});
-  std::vector<std::size_t> unseen;
-  if (s.half == pool_half::train || s.half == pool_half::test || options.unseen_share) {
-    auto halves = detail::split_indices(pool.size(), options.split_seed);
-    source = s.half == pool_half::test ? std::move(halves.second) : std::move(halves.first);
-    if (options.unseen_share) unseen = std::move(halves.second);
-    if (source.empty() || (options.unseen_share && unseen.empty()))
-      fail("pool", pool.size(), "at least two tables to split in halves");
+    // The tables drawn from: `source_`; with unseen_share, the train half
+    // there and the test half in `unseen_`.
+    source_.resize(pool.size());
+    std::iota(source_.begin(), source_.end(), std::size_t{0});
+    if (s_.half == pool_half::train || s_.half == pool_half::test || options.unseen_share) {
+      auto halves = detail::split_indices(pool.size(), options.split_seed);
+      source_ = s_.half == pool_half::test ? std::move(halves.second) : std::move(halves.first);
+      if (options.unseen_share) unseen_ = std::move(halves.second);
+      if (source_.empty() || (options.unseen_share && unseen_.empty()))
+        fail("pool", pool.size(), "at least two tables to split in halves");
+    }
+    check_room();
+    check_fits();
+
+    name_dim_ = *std::max_element(s_.dims.begin(), s_.dims.end());
+    const std::uint64_t stream =
+        16 + 4 * static_cast<std::uint64_t>(options.proto) + static_cast<std::uint64_t>(s_.half);
+    protocol_seed_ = derive_seed(options.seed, stream);
+    device_spec device;
+    device.memory_bytes = options.device_memory_bytes;
+    cluster_ = uniform_topology(options.devices, device);
+    copies_.assign(pool.size(), 0);
   }
-  // Without replacement a task cannot draw more tables than its source holds;
-  // the tables drawn from each half grow with T, so max_tables tells.
-  const auto check_room = [&](std::size_t drawn, std::size_t holds, const std::string& where,
-                              const std::string& which) {
-    if (s.with_replacement || drawn <= holds) return;
-    fail("max_tables", s.max_tables,
-         "at most the " + std::to_string(holds) + " tables of the " + where + which + " (" +
-             std::string(to_string(options.proto)) +
-             " draws tables without replacement; set max_tables" +
-             (options.unseen_share ? ", unseen_share" : "") + " or use fewer devices)");
-  };
-  if (options.unseen_share) {
-    const std::size_t most = detail::unseen_tables(*options.unseen_share, s.max_tables);
-    check_room(
-        most, unseen.size(), "test half",
-        " for the round(unseen_share x max_tables) = " + std::to_string(most) + " drawn from it");
-    check_room(s.max_tables - most, source.size(), "train half",
-               " for the other " + std::to_string(s.max_tables - most) + " drawn from it");
-  } else {
-    check_room(s.max_tables, source.size(),
-               s.half == pool_half::whole ? "pool" : std::string(to_string(s.half)) + " half", "");
+  // A temporary pool would be gone before the first task.
+  task_generator(std::vector<table_spec>&&, const task_options& = {}) = delete;
+
+  // How many tasks in all (the options' count, or the protocol's).
+  std::size_t count() const noexcept { return s_.count; }
+  // How many next() has still to return.
+  std::size_t remaining() const noexcept { return s_.count - next_; }
+
+  // The next task; throws embplan::error when none is left, or when 10,000
+  // draws in a row do not fit the cluster's memory.
+  task next() {
+    using embplan::detail::fail;
+    if (next_ == s_.count) {
+      fail("task_generator.next", next_,
+           "a call while remaining() > 0 (all " + std::to_string(s_.count) + " tasks drawn)");
+    }
+    const std::size_t t = next_;
+    rng r(derive_seed(protocol_seed_, t));
+    std::size_t tables = 0;
+    bool fits = false;
+    for (int attempt = 0; attempt < detail::max_redraws && !fits; ++attempt) {
+      tables = static_cast<std::size_t>(r.between(static_cast<std::int64_t>(s_.min_tables),
+                                                  static_cast<std::int64_t>(s_.max_tables)));
+      chosen_.assign(tables, 0);
+      if (options_.unseen_share) {
+        const std::size_t k = detail::unseen_tables(*options_.unseen_share, tables);
+        draw(r, unseen_, k, chosen_.data());
+        draw(r, source_, tables - k, chosen_.data() + k);
+        // The unseen tables anywhere in the task, not first.
+        for (std::size_t i = tables; i > 1; --i)
+          std::swap(chosen_[i - 1], chosen_[static_cast<std::size_t>(r.below(i))]);
+      } else {
+        draw(r, source_, tables, chosen_.data());
+      }
+      dims_.assign(tables, 0);
+      for (auto& dim : dims_)
+        dim = s_.dims[static_cast<std::size_t>(r.below(s_.dims.size()))];
+      std::uint64_t total = 0;
+      for (std::size_t i = 0; i < tables; ++i) {
+        const table_spec& p = pool_[chosen_[i]];
+        total = checked_add(
+            total,
+            block_bytes(static_cast<std::uint64_t>(p.rows), static_cast<std::uint64_t>(dims_[i]),
+                        s_.weight_dtype.value_or(p.weight_dtype)),
+            "task bytes");
+      }
+      fits = total <= s_.max_total_bytes;
+    }
+    if (!fits) {
+      fail("device_memory_bytes", options_.device_memory_bytes,
+           "enough memory to draw a task that fits: " + std::to_string(detail::max_redraws) +
+               " draws of " + std::to_string(s_.min_tables) + "-" + std::to_string(s_.max_tables) +
+               " tables all exceeded " + std::to_string(s_.max_total_bytes) + " bytes on " +
+               std::to_string(options_.devices) +
+               " devices (cannot draw a task that fits; use more devices, more memory, fewer "
+               "tables or a smaller max_dim)");
+    }
+    task out;
+    out.name = detail::task_name(options_.proto, options_.devices, name_dim_, s_.half,
+                                 options_.unseen_share, t, s_.count);
+    out.tables.reserve(tables);
+    // Sampling with replacement may pick a pool table twice; each copy is its
+    // own table in the model, so copies get "#2", "#3", ... after the name
+    // (exports such as TorchRec key tables by name).
+    for (std::size_t i = 0; i < tables; ++i) {
+      table_spec spec = pool_[chosen_[i]];
+      if (++copies_[chosen_[i]] > 1) spec.name += "#" + std::to_string(copies_[chosen_[i]]);
+      spec.dim = dims_[i];
+      if (s_.weight_dtype) spec.weight_dtype = *s_.weight_dtype;
+      out.tables.push_back(std::move(spec));
+    }
+    for (std::size_t i = 0; i < tables; ++i)
+      copies_[chosen_[i]] = 0;
+    out.cluster = cluster_;
+    out.batch_size = options_.batch_size;
+    ++next_;
+    return out;
+  }
+
+ private:
+  // Without replacement a task cannot draw more tables than its source
+  // holds; the tables drawn from each half grow with T, so max_tables tells.
+  void check_room() const {
+    const auto room = [&](std::size_t drawn, std::size_t holds, const std::string& where,
+                          const std::string& which) {
+      if (s_.with_replacement || drawn <= holds) return;
+      embplan::detail::fail("max_tables", s_.max_tables,
+                            "at most the " + std::to_string(holds) + " tables of the " + where +
+                                which + " (" + std::string(to_string(options_.proto)) +
+                                " draws tables without replacement; set max_tables" +
+                                (options_.unseen_share ? ", unseen_share" : "") +
+                                " or use fewer devices)");
+    };
+    if (options_.unseen_share) {
+      const std::size_t most = detail::unseen_tables(*options_.unseen_share, s_.max_tables);
+      room(
+          most, unseen_.size(), "test half",
+          " for the round(unseen_share x max_tables) = " + std::to_string(most) + " drawn from it");
+      room(s_.max_tables - most, source_.size(), "train half",
+           " for the other " + std::to_string(s_.max_tables - most) + " drawn from it");
+    } else {
+      room(s_.max_tables, source_.size(),
+           s_.half == pool_half::whole ? "pool" : std::string(to_string(s_.half)) + " half", "");
+    }
   }
 
   // No draw can fit when the smallest task that can be drawn (min_tables of
   // the smallest tables at the smallest dim) exceeds the memory: refused
   // now, not after max_redraws hopeless draws (each of up to max_tables).
-  {
+  void check_fits() const {
+    using embplan::detail::fail;
+    const auto& s = s_;
+    const auto& options = options_;
+    const auto pool = pool_;
     const std::int32_t least_dim = *std::min_element(s.dims.begin(), s.dims.end());
     const auto least_bytes = [&](std::size_t i) {
       return block_bytes(static_cast<std::uint64_t>(pool[i].rows),
@@ -372,10 +474,10 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
     std::uint64_t least_task = 0;
     if (options.unseen_share) {
       const std::size_t k = detail::unseen_tables(*options.unseen_share, s.min_tables);
-      least_task = checked_add(smallest_sum(unseen, k), smallest_sum(source, s.min_tables - k),
+      least_task = checked_add(smallest_sum(unseen_, k), smallest_sum(source_, s.min_tables - k),
                                "task bytes");
     } else {
-      least_task = smallest_sum(source, s.min_tables);
+      least_task = smallest_sum(source_, s.min_tables);
     }
     // A draw's bytes are a sum of min_tables independent (with replacement;
     // without, less spread) table-and-dim draws: where even its mean less 8
@@ -385,7 +487,7 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
     if (!options.unseen_share && s.min_tables > 0) {
       long double sum = 0;
       long double sum_sq = 0;
-      for (const std::size_t i : source) {
+      for (const std::size_t i : source_) {
         for (const std::int32_t dim : s.dims) {
           const auto b = static_cast<long double>(
               block_bytes(static_cast<std::uint64_t>(pool[i].rows), static_cast<std::uint64_t>(dim),
@@ -394,7 +496,7 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
           sum_sq += b * b;
         }
       }
-      const auto draws = static_cast<long double>(source.size() * s.dims.size());
+      const auto draws = static_cast<long double>(source_.size() * s.dims.size());
       const long double mean = sum / draws;
       const long double var = std::max<long double>(0, sum_sq / draws - mean * mean);
       const auto n = static_cast<long double>(s.min_tables);
@@ -425,95 +527,53 @@ inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
     }
   }
 
-  const std::int32_t name_dim = *std::max_element(s.dims.begin(), s.dims.end());
-  const std::uint64_t stream =
-      16 + 4 * static_cast<std::uint64_t>(options.proto) + static_cast<std::uint64_t>(s.half);
-  const std::uint64_t protocol_seed = derive_seed(options.seed, stream);
-  device_spec device;
-  device.memory_bytes = options.device_memory_bytes;
-  const topology cluster = uniform_topology(options.devices, device);
-
-  std::vector<task> tasks;
-  tasks.reserve(s.count);
-  std::vector<std::size_t> chosen;
-  std::vector<std::int32_t> dims;
-  std::vector<std::size_t> shuffled;
   // `n` tables of `from` into `out`: with replacement, else the first n of a
   // Fisher-Yates shuffle.
-  const auto draw = [&](rng& r, const std::vector<std::size_t>& from, std::size_t n,
-                        std::size_t* out) {
-    if (s.with_replacement) {
+  void draw(rng& r, const std::vector<std::size_t>& from, std::size_t n, std::size_t* out) {
+    if (s_.with_replacement) {
       for (std::size_t i = 0; i < n; ++i)
         out[i] = from[static_cast<std::size_t>(r.below(from.size()))];
       return;
     }
-    shuffled = from;
+    shuffled_ = from;
     for (std::size_t i = 0; i < n; ++i) {
-      std::swap(shuffled[i], shuffled[i + static_cast<std::size_t>(r.below(shuffled.size() - i))]);
-      out[i] = shuffled[i];
+      std::swap(shuffled_[i],
+                shuffled_[i + static_cast<std::size_t>(r.below(shuffled_.size() - i))]);
+      out[i] = shuffled_[i];
     }
-  };
-  for (std::size_t t = 0; t < s.count; ++t) {
-    rng r(derive_seed(protocol_seed, t));
-    std::size_t tables = 0;
-    bool fits = false;
-    for (int attempt = 0; attempt < detail::max_redraws && !fits; ++attempt) {
-      tables = static_cast<std::size_t>(r.between(static_cast<std::int64_t>(s.min_tables),
-                                                  static_cast<std::int64_t>(s.max_tables)));
-      chosen.assign(tables, 0);
-      if (options.unseen_share) {
-        const std::size_t k = detail::unseen_tables(*options.unseen_share, tables);
-        draw(r, unseen, k, chosen.data());
-        draw(r, source, tables - k, chosen.data() + k);
-        // The unseen tables anywhere in the task, not first.
-        for (std::size_t i = tables; i > 1; --i)
-          std::swap(chosen[i - 1], chosen[static_cast<std::size_t>(r.below(i))]);
-      } else {
-        draw(r, source, tables, chosen.data());
-      }
-      dims.assign(tables, 0);
-      for (auto& dim : dims)
-        dim = s.dims[static_cast<std::size_t>(r.below(s.dims.size()))];
-      std::uint64_t total = 0;
-      for (std::size_t i = 0; i < tables; ++i) {
-        const table_spec& p = pool[chosen[i]];
-        total = checked_add(
-            total,
-            block_bytes(static_cast<std::uint64_t>(p.rows), static_cast<std::uint64_t>(dims[i]),
-                        s.weight_dtype.value_or(p.weight_dtype)),
-            "task bytes");
-      }
-      fits = total <= s.max_total_bytes;
-    }
-    if (!fits) {
-      fail("device_memory_bytes", options.device_memory_bytes,
-           "enough memory to draw a task that fits: " + std::to_string(detail::max_redraws) +
-               " draws of " + std::to_string(s.min_tables) + "-" + std::to_string(s.max_tables) +
-               " tables all exceeded " + std::to_string(s.max_total_bytes) + " bytes on " +
-               std::to_string(options.devices) +
-               " devices (cannot draw a task that fits; use more devices, more memory, fewer "
-               "tables or a smaller max_dim)");
-    }
-    task out;
-    out.name = detail::task_name(options.proto, options.devices, name_dim, s.half,
-                                 options.unseen_share, t, s.count);
-    out.tables.reserve(tables);
-    // Sampling with replacement may pick a pool table twice; each copy is its
-    // own table in the model, so copies get "#2", "#3", ... after the name
-    // (exports such as TorchRec key tables by name).
-    std::vector<std::size_t> copies(pool.size(), 0);
-    for (std::size_t i = 0; i < tables; ++i) {
-      table_spec spec = pool[chosen[i]];
-      if (++copies[chosen[i]] > 1) spec.name += "#" + std::to_string(copies[chosen[i]]);
-      spec.dim = dims[i];
-      if (s.weight_dtype) spec.weight_dtype = *s.weight_dtype;
-      out.tables.push_back(std::move(spec));
-    }
-    out.cluster = cluster;
-    out.batch_size = options.batch_size;
-    tasks.push_back(std::move(out));
   }
-  return tasks;
+
+  std::span<const table_spec> pool_;
+  task_options options_;
+  protocol_settings s_;
+  std::vector<std::size_t> source_;
+  std::vector<std::size_t> unseen_;
+  std::int32_t name_dim_ = 0;
+  std::uint64_t protocol_seed_ = 0;
+  topology cluster_;
+  std::size_t next_ = 0;  // the index of the task next() returns
+  // Scratch of next(), kept between tasks. copies_: per pool table, how
+  // often the task being drawn holds it (all zero between tasks).
+  std::vector<std::size_t> chosen_;
+  std::vector<std::int32_t> dims_;
+  std::vector<std::size_t> shuffled_;
+  std::vector<std::size_t> copies_;
+};
+
+// `count` tasks under the options' protocol: task_generator's tasks, all of
+// them. Throws embplan::error for bad options (naming the field and value),
+// an invalid pool table ("pool[3].rows"), more tables than the pool (half)
+// holds when sampling without replacement (with unseen_share: more than
+// either half holds for its part), or when 10,000 draws in a row do not fit
+// the cluster's memory.
+inline std::vector<task> generate_tasks(std::span<const table_spec> pool,
+                                        const task_options& options = {}) {
+  task_generator tasks(pool, options);
+  std::vector<task> out;
+  out.reserve(tasks.count());
+  while (tasks.remaining() > 0)
+    out.push_back(tasks.next());
+  return out;
 }
 
 }  // namespace embplan::inline EMBPLAN_ABI::data

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <span>
@@ -31,6 +32,8 @@
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/io/detail/json_access.hpp"
+#include "embplan/io/detail/json_writer.hpp"
+#include "embplan/io/json_file.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::io {
@@ -113,24 +116,32 @@ inline std::pair<std::int64_t, std::int64_t> range_from_json(const json& j,
 
 }  // namespace detail
 
+namespace detail {
+
+// Shard i of `p` as the plan file holds it.
+inline nlohmann::json shard_to_json(const task& t, const plan& p, std::size_t i) {
+  const auto& s = p.shards[i];
+  if (s.table >= t.tables.size()) {
+    embplan::detail::fail(embplan::detail::path(embplan::detail::path("shards", i), "table"),
+                          s.table, "a table index below " + std::to_string(t.tables.size()));
+  }
+  nlohmann::json sj = nlohmann::json::object();
+  sj["table"] = s.table;
+  if (!t.tables[s.table].name.empty()) sj["table_name"] = t.tables[s.table].name;
+  sj["device"] = s.device;
+  sj["columns"] = {s.col_begin, s.col_end};
+  sj["rows"] = {s.row_begin, s.row_end};
+  sj["replica"] = s.replica;
+  if (s.data_parallel) sj["data_parallel"] = true;
+  return sj;
+}
+
+}  // namespace detail
+
 inline nlohmann::json to_json(const task& t, const plan& p) {
   nlohmann::json shards = nlohmann::json::array();
-  for (std::size_t i = 0; i < p.shards.size(); ++i) {
-    const auto& s = p.shards[i];
-    if (s.table >= t.tables.size()) {
-      embplan::detail::fail(embplan::detail::path(embplan::detail::path("shards", i), "table"),
-                            s.table, "a table index below " + std::to_string(t.tables.size()));
-    }
-    nlohmann::json sj = nlohmann::json::object();
-    sj["table"] = s.table;
-    if (!t.tables[s.table].name.empty()) sj["table_name"] = t.tables[s.table].name;
-    sj["device"] = s.device;
-    sj["columns"] = {s.col_begin, s.col_end};
-    sj["rows"] = {s.row_begin, s.row_end};
-    sj["replica"] = s.replica;
-    if (s.data_parallel) sj["data_parallel"] = true;
-    shards.push_back(std::move(sj));
-  }
+  for (std::size_t i = 0; i < p.shards.size(); ++i)
+    shards.push_back(detail::shard_to_json(t, p, i));
   nlohmann::json j = nlohmann::json::object();
   j["task"] = t.name;
   j["shards"] = std::move(shards);
@@ -223,6 +234,39 @@ inline nlohmann::json to_json(const task& t, const plan& p, const plan_provenanc
   j["content_hash"] = hash_hex(made.content_hash);
   j["embplan_version"] = made.version;
   return j;
+}
+
+// The plan's JSON (with how it was made, where `made` is given) written into
+// `w`: the bytes of to_json(...).dump(2), but one shard at a time, so that a
+// plan of a million shards is never a document in memory.
+inline void write_plan_json(detail::json_writer& w, const task& t, const plan& p,
+                            const plan_provenance* made = nullptr) {
+  // The keys in nlohmann::json's (sorted) order.
+  w.begin_object();
+  if (made != nullptr) {
+    w.key("content_hash");
+    w.value(hash_hex(made->content_hash));
+    w.key("embplan_version");
+    w.value(made->version);
+    w.key("planner");
+    w.value(made->planner);
+    w.key("seed");
+    w.value(made->seed);
+  }
+  w.key("shards");
+  w.begin_array();
+  for (std::size_t i = 0; i < p.shards.size(); ++i)
+    w.value(detail::shard_to_json(t, p, i));
+  w.end_array();
+  w.key("task");
+  w.value(t.name);
+  w.end_object();
+}
+
+// write_plan_json into `file`, atomically (write_json_file's contract).
+inline void write_plan_file(const std::filesystem::path& file, const task& t, const plan& p,
+                            const plan_provenance* made = nullptr) {
+  write_json_file_streamed(file, [&](detail::json_writer& w) { write_plan_json(w, t, p, made); });
 }
 
 // How the plan of j was made, or none where it records nothing (a plan written

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <iterator>
 #include <optional>
 #include <span>
@@ -25,6 +26,8 @@
 #include "embplan/core/error.hpp"
 #include "embplan/core/table_spec.hpp"
 #include "embplan/io/detail/json_access.hpp"
+#include "embplan/io/detail/json_writer.hpp"
+#include "embplan/io/json_file.hpp"
 #include "embplan/version.hpp"
 
 namespace embplan::inline EMBPLAN_ABI::io {
@@ -196,15 +199,77 @@ inline std::vector<table_spec> tables_from_json(const nlohmann::json& array, std
 
 // A pool: a bare array (NeuroShard's table_configs.json) or {"tables": [...]}
 // (embplan's form, and DreamShard's). Tables without "dim" get `default_dim`.
-inline std::vector<table_spec> pool_from_json(const nlohmann::json& j,
-                                              std::int32_t default_dim = 16) {
-  using namespace detail;
+namespace detail {
+
+// pool_from_json, with the tables already read where `tables_read` is given
+// (read_pool_file: the array then holds nulls in their place).
+inline std::vector<table_spec> pool_from_json(const nlohmann::json& j, std::int32_t default_dim,
+                                              std::vector<table_spec>* tables_read) {
+  const auto read = [&](const json& array) {
+    if (tables_read == nullptr || !array.is_array())
+      return tables_from_json(array, "tables", default_dim);
+    if (array.empty()) embplan::detail::fail("tables", 0, "at least one table");
+    return std::move(*tables_read);
+  };
   return guarded("tables", [&] {
-    if (j.is_array()) return tables_from_json(j, "tables", default_dim);
+    if (j.is_array()) return read(j);
     if (!j.is_object()) fail_value("tables", j, "an array of tables or {\"tables\": [...]}");
     check_keys(j, pool_keys, "");
-    return tables_from_json(require(j, "tables", "", "an array of tables"), "tables", default_dim);
+    return read(require(j, "tables", "", "an array of tables"));
   });
+}
+
+}  // namespace detail
+
+inline std::vector<table_spec> pool_from_json(const nlohmann::json& j,
+                                              std::int32_t default_dim = 16) {
+  return detail::pool_from_json(j, default_dim, nullptr);
+}
+
+namespace detail {
+
+// read_pool_file's sink: the tables of a pool file, each read as the parser
+// completes it.
+struct pool_sink {
+  static constexpr bool streams_any = true;
+  std::int32_t default_dim;
+  std::vector<table_spec> tables;
+
+  // The root array (NeuroShard's form) or the root object's "tables".
+  std::optional<std::size_t> streams(std::span<const json_step> path) const {
+    if (path.empty() || (path.size() == 1 && path[0].key == "tables")) {
+      return std::size_t{0};
+    }
+    return std::nullopt;
+  }
+  void take(std::size_t /*id*/, std::size_t i, nlohmann::json&& element) {
+    tables.push_back(guarded("tables", [&] {
+      return io::table_from_json(element, embplan::detail::path("tables", i), default_dim);
+    }));
+  }
+};
+
+}  // namespace detail
+
+// Reads a pool file as read_json_file and pool_from_json would, but converts
+// each table as the parser reaches it (read_json_file_streamed), so a pool of
+// a million tables costs the memory of its table_specs, not of its text and a
+// JSON value per table.
+inline std::vector<table_spec> read_pool_file(const std::filesystem::path& file,
+                                              std::int32_t default_dim = 16) {
+  detail::pool_sink s{.default_dim = default_dim, .tables = {}};
+  const auto j = read_json_file_streamed(file, s);
+  return detail::pool_from_json(j, default_dim, &s.tables);
+}
+
+// read_pool_file of `text` (parse_json_streamed), `source` naming it in
+// messages.
+inline std::vector<table_spec> parse_pool_file(std::string_view text,
+                                               std::string_view source = "<input>",
+                                               std::int32_t default_dim = 16) {
+  detail::pool_sink s{.default_dim = default_dim, .tables = {}};
+  const auto j = parse_json_streamed(text, source, s);
+  return detail::pool_from_json(j, default_dim, &s.tables);
 }
 
 inline nlohmann::json pool_to_json(std::span<const table_spec> tables) {
@@ -214,6 +279,22 @@ inline nlohmann::json pool_to_json(std::span<const table_spec> tables) {
   nlohmann::json out = nlohmann::json::object();
   out["tables"] = std::move(array);
   return out;
+}
+
+// pool_to_json(tables).dump(2) written into `w` one table at a time.
+inline void write_pool_json(detail::json_writer& w, std::span<const table_spec> tables) {
+  w.begin_object();
+  w.key("tables");
+  w.begin_array();
+  for (const auto& t : tables)
+    w.value(to_json(t));
+  w.end_array();
+  w.end_object();
+}
+
+// write_pool_json into `file`, atomically (write_json_file's contract).
+inline void write_pool_file(const std::filesystem::path& file, std::span<const table_spec> tables) {
+  write_json_file_streamed(file, [&](detail::json_writer& w) { write_pool_json(w, tables); });
 }
 
 }  // namespace embplan::inline EMBPLAN_ABI::io

@@ -15,11 +15,14 @@
 // (core/topology.hpp), so a misspelt "memory_byte" would otherwise silently
 // become 4 GiB.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,6 +36,8 @@
 #include "embplan/core/task.hpp"
 #include "embplan/core/topology.hpp"
 #include "embplan/io/detail/json_access.hpp"
+#include "embplan/io/detail/json_writer.hpp"
+#include "embplan/io/json_file.hpp"
 #include "embplan/io/json_tables.hpp"
 #include "embplan/version.hpp"
 
@@ -212,10 +217,12 @@ inline json to_json(const topology& t) {
 
 }  // namespace detail
 
-// Reads a task and validates it. `where` prefixes field paths ("task.tables[3].rows").
-// A key outside the task's own is an error naming it.
-inline task task_from_json(const nlohmann::json& j, std::string_view where = "task") {
-  using namespace detail;
+namespace detail {
+
+// task_from_json, with the task's tables already read where `tables` is given
+// (read_task_file: "tables" then holds nulls in their place).
+inline task task_from_json(const nlohmann::json& j, std::string_view where,
+                           std::vector<table_spec>* tables_read) {
   return guarded(where, [&] {
     require_object(j, where);
     check_keys(j, task_keys, where);
@@ -229,13 +236,27 @@ inline task task_from_json(const nlohmann::json& j, std::string_view where = "ta
       t.optimizer_state = parse_optimizer(as_string(*o, field), field);
     }
     const auto tables = path(where, "tables");
-    t.tables = tables_from_json(require(j, "tables", where, "an array of tables"), tables);
+    const json& listed = require(j, "tables", where, "an array of tables");
+    if (tables_read != nullptr && listed.is_array()) {
+      if (listed.empty()) embplan::detail::fail(tables, 0, "at least one table");
+      t.tables = std::move(*tables_read);
+    } else {
+      t.tables = tables_from_json(listed, tables);
+    }
     t.cluster = topology_from_json(
         require(j, "cluster", where, "an object with \"devices\" (or \"count\" and \"device\")"),
         path(where, "cluster"));
     validate(t, where);
     return t;
   });
+}
+
+}  // namespace detail
+
+// Reads a task and validates it. `where` prefixes field paths ("task.tables[3].rows").
+// A key outside the task's own is an error naming it.
+inline task task_from_json(const nlohmann::json& j, std::string_view where = "task") {
+  return detail::task_from_json(j, where, nullptr);
 }
 
 inline nlohmann::json to_json(const task& t) {
@@ -272,6 +293,124 @@ inline std::vector<task> tasks_from_json(const nlohmann::json& j) {
   });
 }
 
+// A task file (one task, or {"tasks": [...]}) read by read_task_file: the
+// file's JSON, with each task's "tables" holding nulls, and the tables read.
+class task_file {
+ public:
+  using json = nlohmann::json;
+
+  // Whether the file is one task object rather than {"tasks": [...]}.
+  bool lone() const { return json_.is_object() && detail::find(json_, "tasks") == nullptr; }
+
+  // The number of tasks the file holds (1 for a lone task; 0 where it is
+  // neither form, which task() then explains).
+  std::size_t size() const {
+    if (lone()) return 1;
+    const json* tasks = json_.is_object() ? detail::find(json_, "tasks") : nullptr;
+    return tasks != nullptr && tasks->is_array() ? tasks->size() : 0;
+  }
+
+  // The JSON of task `index` (its tables as nulls), or none.
+  const json* task_json(std::size_t index) const {
+    if (lone()) return index == 0 ? &json_ : nullptr;
+    return index < size() ? &(*detail::find(json_, "tasks"))[index] : nullptr;
+  }
+
+  // Task `index`, validated as tasks_from_json validates it; each task once.
+  task take(std::size_t index) {
+    using namespace detail;
+    return guarded("tasks", [&] {
+      if (lone()) {
+        if (index != 0) embplan::detail::fail("index", index, "0 (the file holds one task)");
+        return detail::task_from_json(json_, "task", tables_of(0));
+      }
+      if (!json_.is_object()) fail_value("tasks", json_, "{\"tasks\": [...]} or a task object");
+      check_keys(json_, tasks_keys, "");
+      const json& array = *find(json_, "tasks");
+      require_array(array, "tasks");
+      if (array.empty()) embplan::detail::fail("tasks", 0, "at least one task");
+      if (index >= array.size()) {
+        embplan::detail::fail("index", index,
+                              "an index below the " + std::to_string(array.size()) + " tasks");
+      }
+      return detail::task_from_json(array[index], path("tasks", index), tables_of(index));
+    });
+  }
+
+ private:
+  friend task_file read_task_file(const std::filesystem::path&, std::optional<std::size_t>);
+  friend task_file parse_task_file(std::string_view, std::string_view, std::optional<std::size_t>);
+
+  // Hands each table of the tasks read to table_from_json as the parser
+  // completes it: {"tables": [...]} at the root (a lone task) or
+  // {"tasks": [{"tables": [...]}, ...]}. Tables of the tasks not read are
+  // dropped unread.
+  struct sink {
+    static constexpr bool streams_any = true;
+    task_file& file;
+    std::optional<std::size_t> only;
+
+    std::optional<std::size_t> streams(std::span<const detail::json_step> path) const {
+      if (path.size() == 1 && path[0].key == "tables") return lone_id;
+      if (path.size() == 3 && path[0].key == "tasks" && path[1].is_index() &&
+          path[2].key == "tables") {
+        return path[1].index;
+      }
+      return std::nullopt;
+    }
+    void take(std::size_t id, std::size_t i, json&& element) {
+      const std::size_t index = id == lone_id ? 0 : id;
+      if (only && index != *only) return;
+      const std::string where = id == lone_id ? "task" : embplan::detail::path("tasks", index);
+      const std::string field = embplan::detail::path(embplan::detail::path(where, "tables"), i);
+      auto& tables = file.tables_[index];
+      tables.push_back(detail::guarded(where, [&] { return table_from_json(element, field); }));
+    }
+  };
+  static constexpr std::size_t lone_id = static_cast<std::size_t>(-1);
+
+  std::vector<table_spec>* tables_of(std::size_t index) {
+    const auto at = tables_.find(index);
+    return at == tables_.end() ? nullptr : &at->second;
+  }
+
+  json json_;
+  std::map<std::size_t, std::vector<table_spec>> tables_;
+};
+
+// Reads a task file as read_json_file and tasks_from_json would, but converts
+// each table as the parser reaches it (read_json_file_streamed), so a task of
+// a million tables costs the memory of its table_specs, not of its text and a
+// JSON value per table. With `only`, only that task's tables are read.
+inline task_file read_task_file(const std::filesystem::path& file,
+                                std::optional<std::size_t> only = std::nullopt) {
+  task_file out;
+  task_file::sink sink{.file = out, .only = only};
+  out.json_ = read_json_file_streamed(file, sink);
+  return out;
+}
+
+// read_task_file of `text` (parse_json_streamed), `source` naming it in
+// messages.
+inline task_file parse_task_file(std::string_view text, std::string_view source = "<input>",
+                                 std::optional<std::size_t> only = std::nullopt) {
+  task_file out;
+  task_file::sink sink{.file = out, .only = only};
+  out.json_ = parse_json_streamed(text, source, sink);
+  return out;
+}
+
+// Every task of a task file (read_task_file).
+inline std::vector<task> read_tasks_file(const std::filesystem::path& file) {
+  auto f = read_task_file(file);
+  std::vector<task> out;
+  const std::size_t n = std::max<std::size_t>(f.size(), 1);  // 0: take() explains
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(f.take(i));
+  return out;
+}
+
 inline nlohmann::json tasks_to_json(std::span<const task> tasks) {
   nlohmann::json array = nlohmann::json::array();
   for (const auto& t : tasks)
@@ -279,6 +418,56 @@ inline nlohmann::json tasks_to_json(std::span<const task> tasks) {
   nlohmann::json out = nlohmann::json::object();
   out["tasks"] = std::move(array);
   return out;
+}
+
+// tasks_to_json of the `count` tasks next() returns, in turn, as dump(2)
+// writes it, written into `w` one table at a time: no more than one task is
+// in memory (`embplan tasks --count 1000000`).
+template <class Next>
+void write_tasks_json(detail::json_writer& w, std::size_t count, Next&& next) {
+  w.begin_object();
+  w.key("tasks");
+  w.begin_array();
+  for (std::size_t i = 0; i < count; ++i) {
+    const task& t = next();
+    // to_json(t)'s keys, in nlohmann::json's (sorted) order.
+    w.begin_object();
+    w.key("batch_size");
+    w.value(t.batch_size);
+    w.key("cluster");
+    w.value(detail::to_json(t.cluster));
+    w.key("name");
+    w.value(t.name);
+    w.key("optimizer");
+    w.value(std::string(to_string(t.optimizer_state)));
+    w.key("tables");
+    w.begin_array();
+    for (const auto& spec : t.tables)
+      w.value(to_json(spec));
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+// tasks_to_json(tasks).dump(2) written into `w` one table at a time.
+inline void write_tasks_json(detail::json_writer& w, std::span<const task> tasks) {
+  std::size_t i = 0;
+  write_tasks_json(w, tasks.size(), [&]() -> const task& { return tasks[i++]; });
+}
+
+// write_tasks_json into `file`, atomically (write_json_file's contract).
+inline void write_tasks_file(const std::filesystem::path& file, std::span<const task> tasks) {
+  write_json_file_streamed(file, [&](detail::json_writer& w) { write_tasks_json(w, tasks); });
+}
+
+// write_tasks_json of `count` tasks from next() into `file`, atomically: a
+// next() that throws part-way leaves the previous file as it was.
+template <class Next>
+void write_tasks_file(const std::filesystem::path& file, std::size_t count, Next&& next) {
+  write_json_file_streamed(
+      file, [&](detail::json_writer& w) { write_tasks_json(w, count, std::forward<Next>(next)); });
 }
 
 }  // namespace embplan::inline EMBPLAN_ABI::io

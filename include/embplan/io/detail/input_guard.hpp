@@ -27,43 +27,61 @@ inline constexpr std::size_t json_max_depth = 128;
 // Far above any task, pool or plan; refused before anything is allocated.
 inline constexpr std::uint64_t json_max_file_bytes = std::uint64_t{1} << 30;
 
-// Refuses `text` when arrays and objects nest deeper than json_max_depth,
-// naming `source` and the byte (1-based, counted from `first_byte`) where the
-// limit was passed. Brackets inside strings do not count. One pass, no
-// recursion, no allocation.
-inline void check_json_depth(std::string_view text, std::string_view source,
-                             std::size_t first_byte = 1) {
-  std::size_t depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
+// Refuses JSON text nested deeper than json_max_depth, fed in pieces (a file
+// read block by block): names `source` and the byte (1-based) where the limit
+// was passed. Brackets inside strings do not count. No recursion, no
+// allocation.
+class json_depth_check {
+ public:
+  explicit json_depth_check(std::string_view source) : source_(source) {}
+
+  // The next piece of the text, whose first byte is byte `first_byte`.
+  void feed(std::string_view text, std::size_t first_byte) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_string_) {
+        if (escaped_) {
+          escaped_ = false;
+        } else if (c == '\\') {
+          escaped_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
       } else if (c == '"') {
-        in_string = false;
+        in_string_ = true;
+      } else if (c == '[' || c == '{') {
+        if (++depth_ > json_max_depth) fail(first_byte + i);
+      } else if ((c == ']' || c == '}') && depth_ > 0) {
+        --depth_;
       }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > json_max_depth) {
-        std::string msg(source);
-        msg += ": JSON nested deeper than ";
-        msg += std::to_string(json_max_depth);
-        msg += " levels at byte ";
-        msg += std::to_string(first_byte + i);
-        msg += ": expected at most ";
-        msg += std::to_string(json_max_depth);
-        msg += " nested arrays and objects (the depth limit)";
-        throw error(msg);
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
     }
   }
+
+ private:
+  [[noreturn]] void fail(std::size_t byte) const {
+    std::string msg(source_);
+    msg += ": JSON nested deeper than ";
+    msg += std::to_string(json_max_depth);
+    msg += " levels at byte ";
+    msg += std::to_string(byte);
+    msg += ": expected at most ";
+    msg += std::to_string(json_max_depth);
+    msg += " nested arrays and objects (the depth limit)";
+    throw error(msg);
+  }
+
+  std::string_view source_;
+  std::size_t depth_ = 0;
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
+// Refuses `text` when arrays and objects nest deeper than json_max_depth,
+// naming `source` and the byte (1-based, counted from `first_byte`) where the
+// limit was passed (json_depth_check on the whole text).
+inline void check_json_depth(std::string_view text, std::string_view source,
+                             std::size_t first_byte = 1) {
+  json_depth_check(source).feed(text, first_byte);
 }
 
 // Refuses a NUL byte anywhere in `text`, naming `source` and its byte
