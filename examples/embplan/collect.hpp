@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,6 +32,7 @@
 #include "embplan/io/json.hpp"
 #include "embplan/meter/collect.hpp"
 #include "embplan/meter/cpu_meter.hpp"
+#include "embplan/rl/train_inputs.hpp"
 
 #include "options.hpp"
 #include "progress.hpp"
@@ -127,6 +129,45 @@ inline void add_collect_options(CLI::App* app, collect_args& a) {
   add_quiet_option(app, a.quiet);
 }
 
+// What every record of a run records under "inputs" and an append must
+// match (meter::record_settings::inputs): the options that change what a
+// record measures, or which sample an id names, beyond what the record
+// describes itself (its tables, dims, placement and batch).
+inline std::map<std::string, std::string> collect_inputs(const collect_args& a,
+                                                         const embplan::meter::collect_options& o,
+                                                         bool mpi_comm) {
+  const auto number = [](double x) { return nlohmann::json(x).dump(); };
+  std::string dims;
+  for (const auto d : a.dims)
+    dims += (dims.empty() ? "" : ",") + std::to_string(d);
+  std::map<std::string, std::string> in{
+      {"--pool",
+       a.pool.empty() ? "the synthetic pool, seed 0" : embplan::rl::content_fingerprint(a.pool)},
+      {"--seed", std::to_string(a.seed)},
+      {"--half", a.half},
+      {"--split-seed", std::to_string(a.split_seed)},
+      {"--dims", dims}};
+  const bool timed = a.kind == "compute" || mpi_comm;
+  if (timed) {
+    in["--warmup"] = std::to_string(a.warmup);
+    in["--runs"] = std::to_string(a.runs);
+    in["--drop"] = std::to_string(a.drop);
+  }
+  if (a.kind == "compute") {
+    in["--min-tables"] = std::to_string(a.min_tables);
+    in["--max-tables"] = std::to_string(a.max_tables);
+    in["--max-weight-mib"] = std::to_string(a.max_weight_mib);
+    in["--flush-mib"] = std::to_string(a.flush_mib);
+  } else {
+    in["--devices"] = std::to_string(o.devices);
+    in["--min-place"] = std::to_string(a.min_place);
+    in["--max-place"] = std::to_string(a.max_place);
+    in["--max-start-ms"] = number(a.max_start_ms);
+    in["--memory-gib"] = number(a.memory_gib);
+  }
+  return in;
+}
+
 // `make_meter(meter_options)` builds the compute meter (anything with
 // measure(tables, seed) -> shard_measurement): the CPU's shard_meter in
 // `embplan collect`, the GPU's in `embplan_gpu collect`; `meter_name` goes
@@ -216,6 +257,7 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
       a.kind == "compute" ? compute_meter_name : (mpi_comm ? "mpi-alltoallv" : "analytic");
   eb::record_settings settings{.kind = a.kind, .meter = meter, .batch_size = a.batch_size};
   if (a.kind == "compute" && reference) settings.reference_ms = a.reference_ms;
+  settings.inputs = collect_inputs(a, o, mpi_comm);
   const auto done = eb::recorded_ids(a.out, &settings);
   w.barrier();
   std::vector<std::int64_t> todo;
@@ -285,6 +327,7 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
             specs, embplan::derive_seed(a.seed, static_cast<std::uint64_t>(sample.id)));
         auto record = eb::compute_record(sample, m, meter, a.batch_size);
         if (reference) record["reference_ms"] = mo.reference_ms;
+        record["inputs"] = settings.inputs;
         line = record.dump();
       }
       const auto lines = w.gather(line);
@@ -306,7 +349,11 @@ int run_collect(const collect_args& a, const world& w, MakeMeter&& make_meter,
 #else
       costs = eb::analytic_comm(sample, a.batch_size);
 #endif
-      if (w.rank() == 0) append({eb::comm_record(sample, costs, meter, a.batch_size).dump()});
+      if (w.rank() == 0) {
+        auto record = eb::comm_record(sample, costs, meter, a.batch_size);
+        record["inputs"] = settings.inputs;
+        append({record.dump()});
+      }
     }
   }
   bar.clear();

@@ -268,10 +268,35 @@ TEST_CASE("collect: appending to records made with other settings is refused, na
   check_refused("collect compute --samples 2 --reference-ms 2.5" + quick_compute + compute.string(),
                 {"'--reference-ms' = 2.5: expected no drift reference"});
   CHECK(record_ids(compute) == std::vector<std::int64_t>{0});
+  // Options a record does not describe itself, recorded under "inputs": another
+  // seed (ids would name other samples), another pool (indices into other
+  // tables), another protocol.
+  check_refused("collect comm --samples 3 --seed 3" + quick_comm + comm.string(),
+                {"'--seed' = 3: expected 0, what the records of", comm.string()});
+  const auto pool = scratch() / "bound-pool.json";
+  REQUIRE(run("pool --tables 40 --out " + pool.string()).code == 0);
+  check_refused("collect comm --samples 3 --pool " + pool.string() + quick_comm + comm.string(),
+                {"'--pool' = ", "expected the synthetic pool, seed 0, what the records of"});
+  check_refused("collect compute --samples 2 --dims 4,8" + quick_compute + compute.string(),
+                {"'--dims' = 4,8: expected 4,8,16,32,64,128, what the records of"});
+  CHECK(record_ids(comm) == std::vector<std::int64_t>{0, 1});
   // The same settings: appended.
   const auto r = run("collect comm --samples 3" + quick_comm + comm.string());
   CHECK(r.code == 0);
   CHECK(record_ids(comm) == std::vector<std::int64_t>{0, 1, 2});
+  // A file from before records named their inputs cannot be checked: refused.
+  const auto old = scratch() / "bound-old.jsonl";
+  {
+    std::ifstream in(comm);
+    std::string line;
+    std::getline(in, line);
+    auto record = nlohmann::json::parse(line);
+    record.erase("inputs");
+    std::ofstream out(old);
+    out << record.dump() << '\n';
+  }
+  check_refused("collect comm --samples 3" + quick_comm + old.string(),
+                {"a record without \"inputs\"", "choose another --out"});
 }
 
 TEST_CASE("collect: an option the kind or mode ignores is refused, naming it and the kind") {

@@ -246,6 +246,31 @@ TEST_CASE("records carry their settings; reading with others names the field and
   CHECK(message_of([&] { (void)eb::recorded_ids(path, &s); })
             .find("field '--reference-ms' = \"(no drift reference)\": expected --reference-ms "
                   "2.5") != std::string::npos);
+  // Inputs the records name: an append must match each; a record naming none
+  // cannot be checked.
+  s = {.kind = "compute", .meter = "cpu", .batch_size = 512, .reference_ms = 2.5};
+  s.inputs = {{"--seed", "2"}, {"--dims", "4,8"}};
+  const auto unchecked = message_of([&] { (void)eb::recorded_ids(path, &s); });
+  INFO(unchecked);
+  CHECK(unchecked.find("data.jsonl:1'") != std::string::npos);
+  CHECK(unchecked.find("a record without") != std::string::npos);
+  CHECK(unchecked.find("expected records that name the options they were made with") !=
+        std::string::npos);
+  referenced["inputs"] = {{"--seed", "2"}, {"--dims", "4,8"}};
+  {
+    std::ofstream out(path);
+    out << referenced.dump() << '\n';
+  }
+  CHECK(eb::recorded_ids(path, &s) == std::set<std::int64_t>{1});
+  s.inputs["--seed"] = "7";
+  CHECK(message_of([&] {
+          (void)eb::recorded_ids(path, &s);
+        }).find("field '--seed' = 7: expected 2, what the records of") != std::string::npos);
+  s.inputs = {{"--seed", "2"}, {"--dims", "4,8"}, {"--flush-mib", "0"}};
+  CHECK(message_of([&] {
+          (void)eb::recorded_ids(path, &s);
+        }).find("field '--flush-mib' = 0: expected (none), what the records of") !=
+        std::string::npos);
   // A directory is not a records file: refused naming it (not a stream error).
   const auto not_file = message_of([&] { (void)eb::recorded_ids(dir); });
   CHECK(not_file.find("field 'file' = \"" + dir.string()) != std::string::npos);

@@ -54,10 +54,11 @@ struct compute_record {
 namespace detail {
 
 // Every key `embplan collect compute` writes (meter/collect.hpp and the CLI's
-// "reference_ms"); "cv" and "reference_ms" are kept by the file, not read here.
+// "reference_ms" and "inputs"); "cv", "reference_ms" and "inputs" are kept by
+// the file, not read here.
 inline constexpr std::string_view compute_record_keys[] = {
-    "id",       "tables",     "dims",  "forward_ms", "backward_ms",
-    "total_ms", "batch_size", "meter", "cv",         "reference_ms"};
+    "id",         "tables", "dims", "forward_ms",   "backward_ms", "total_ms",
+    "batch_size", "meter",  "cv",   "reference_ms", "inputs"};
 
 }  // namespace detail
 

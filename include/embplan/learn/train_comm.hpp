@@ -54,12 +54,12 @@ struct comm_record {
 
 namespace detail {
 
-// Every key `embplan collect comm` writes (meter/collect.hpp); "tables",
-// "dims", "device_of" and "greedy_probability" describe the placement and are
-// not read here.
+// Every key `embplan collect comm` writes (meter/collect.hpp and the CLI's
+// "inputs"); "tables", "dims", "device_of" and "greedy_probability" describe
+// the placement and, with "inputs", are not read here.
 inline constexpr std::string_view comm_record_keys[] = {
-    "id",    "dim_sum", "start_ms", "forward_ms", "backward_ms",       "batch_size",
-    "meter", "tables",  "dims",     "device_of",  "greedy_probability"};
+    "id",    "dim_sum", "start_ms", "forward_ms", "backward_ms",        "batch_size",
+    "meter", "tables",  "dims",     "device_of",  "greedy_probability", "inputs"};
 
 }  // namespace detail
 

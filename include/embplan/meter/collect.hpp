@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -298,6 +299,11 @@ struct record_settings {
   // Empty: no drift reference. 0: a reference whose time this run measures
   // itself (it cannot equal a time on file: the run must be given it).
   std::optional<double> reference_ms{};
+  // The options of the run (flag -> value as text) that change what it
+  // measures or which samples an id names, beyond what a record describes
+  // itself: the pool's content, the seed, the dims, the meter's protocol, ...
+  // Written under "inputs" in every record; empty: not checked.
+  std::map<std::string, std::string> inputs{};
 };
 
 namespace detail {
@@ -322,6 +328,21 @@ inline void require_record_settings(const nlohmann::json& j, const record_settin
   const std::string batch = record_value_text(j, "batch_size");
   if (batch != std::to_string(s.batch_size)) {
     embplan::detail::fail("--batch-size", s.batch_size, batch + on_file);
+  }
+  if (!s.inputs.empty()) {
+    const nlohmann::json* in = j.contains("inputs") ? &j["inputs"] : nullptr;
+    if (in == nullptr || !in->is_object()) {
+      embplan::detail::fail(
+          file + ":" + std::to_string(line), "a record without \"inputs\"",
+          "records that name the options they were made with (this file was written before "
+          "collect recorded them, so an append cannot be checked against it: choose another "
+          "--out)");
+    }
+    for (const auto& [flag, value] : s.inputs) {
+      const std::string had = record_value_text(*in, flag.c_str());
+      // As typed: the values are the options' own text.
+      if (had != value) throw error(embplan::detail::field_message(flag, value, had + on_file));
+    }
   }
   if (s.kind != "compute") return;
   const bool has = j.contains("reference_ms");
