@@ -303,7 +303,7 @@ class task_file {
   bool lone() const { return json_.is_object() && detail::find(json_, "tasks") == nullptr; }
 
   // The number of tasks the file holds (1 for a lone task; 0 where it is
-  // neither form, which task() then explains).
+  // neither form, which take() then explains).
   std::size_t size() const {
     if (lone()) return 1;
     const json* tasks = json_.is_object() ? detail::find(json_, "tasks") : nullptr;
