@@ -50,16 +50,6 @@ namespace {
 
 }  // namespace
 
-std::vector<embplan::task> generate_tasks_of(std::span<const embplan::table_spec> pool,
-                                             const embplan::data::task_options& options,
-                                             const task_args& a) {
-  try {
-    return embplan::data::generate_tasks(pool, options);
-  } catch (const embplan::error& e) {
-    rethrow_with_flags(e, a);
-  }
-}
-
 embplan::data::task_generator task_generator_of(std::span<const embplan::table_spec> pool,
                                                 const embplan::data::task_options& options,
                                                 const task_args& a) {

@@ -28,20 +28,14 @@ struct task_args {
 // flags): a subcommand calls this before it prints anything.
 embplan::data::task_options task_options_of(const task_args& a);
 
-// embplan::data::generate_tasks, its errors naming the flags the user typed
+// embplan::data::task_generator, its refusals naming the flags the user typed
 // (--memory-gib, --tables) instead of the library's fields
-// (device_memory_bytes, max_tables).
-std::vector<embplan::task> generate_tasks_of(std::span<const embplan::table_spec> pool,
-                                             const embplan::data::task_options& options,
-                                             const task_args& a);
-
-// embplan::data::task_generator, its refusals naming the flags as
-// generate_tasks_of's do; `pool` must outlive it.
+// (device_memory_bytes, max_tables); `pool` must outlive it.
 embplan::data::task_generator task_generator_of(std::span<const embplan::table_spec> pool,
                                                 const embplan::data::task_options& options,
                                                 const task_args& a);
 
-// tasks.next(), its error naming the flags as generate_tasks_of's do.
+// tasks.next(), its error naming the flags as task_generator_of's do.
 embplan::task next_task_of(embplan::data::task_generator& tasks, const task_args& a);
 
 // Checks --devices and --max-dim values alone (compare takes lists of them).

@@ -193,13 +193,20 @@ class strict_json_builder {
   std::vector<json_step> steps_;
 };
 
-// `text` parsed (nlohmann's strict mode: nothing but whitespace after the
-// document); throws nlohmann::json::parse_error or json_duplicate_key.
-inline nlohmann::json parse_json_unique_keys(std::string_view text) {
+// The bytes [first, last) parsed by strict_json_builder, with `sink` where
+// given (nlohmann's strict mode: nothing but whitespace after the document);
+// throws nlohmann::json::parse_error or json_duplicate_key.
+template <class Sink = keep_every_value, class Iterator>
+nlohmann::json build_json(Iterator first, Iterator last, Sink* sink = nullptr) {
   nlohmann::json value;
-  strict_json_builder<> builder(value);
-  nlohmann::json::sax_parse(text.begin(), text.end(), &builder);
+  strict_json_builder<Sink> builder(value, sink);
+  nlohmann::json::sax_parse(std::move(first), std::move(last), &builder);
   return value;
+}
+
+// `text` parsed (build_json without a sink).
+inline nlohmann::json parse_json_unique_keys(std::string_view text) {
+  return build_json(text.begin(), text.end());
 }
 
 // A regular file's bytes for nlohmann's parser, read a block at a time, with
@@ -350,11 +357,8 @@ template <class Sink>
 nlohmann::json read_json_file_streamed(const std::filesystem::path& file, Sink& sink) {
   detail::json_file_source source(file);
   return detail::with_parse_messages(source.name(), [&] {
-    nlohmann::json value;
-    detail::strict_json_builder<Sink> builder(value, &sink);
-    nlohmann::json::sax_parse(detail::json_file_source::iterator(source),
-                              detail::json_file_source::iterator(), &builder);
-    return value;
+    return detail::build_json(detail::json_file_source::iterator(source),
+                              detail::json_file_source::iterator(), &sink);
   });
 }
 
@@ -364,12 +368,8 @@ template <class Sink>
 nlohmann::json parse_json_streamed(std::string_view text, std::string_view source, Sink& sink) {
   detail::check_json_depth(text, source);
   detail::check_json_no_nul(text, source);
-  return detail::with_parse_messages(source, [&] {
-    nlohmann::json value;
-    detail::strict_json_builder<Sink> builder(value, &sink);
-    nlohmann::json::sax_parse(text.begin(), text.end(), &builder);
-    return value;
-  });
+  return detail::with_parse_messages(
+      source, [&] { return detail::build_json(text.begin(), text.end(), &sink); });
 }
 
 // Writes `value` indented by 2, with a trailing newline, atomically: a write
