@@ -15,7 +15,7 @@ set(embplan_layers
     "0:version.hpp"
     "1:core"
     "2:concepts,detail"
-    "3:constraint,reward,data,kernel"
+    "3:constraint,reward,data,kernel,torchrec"
     "4:io"
     "5:nn"
     "6:cost"
@@ -34,7 +34,7 @@ set(embplan_layers
 # embplan, embplan::detail, embplan::<name>::detail or the preset registry's
 # embplan::presets. Each toolkit folder is its own namespace: a header in
 # <folder>/ opens only embplan::<folder> and namespaces inside it.
-set(embplan_toolkits data io kernel learn meter nn rl rowwise stage)
+set(embplan_toolkits data io kernel learn meter nn rl rowwise stage torchrec)
 
 if(NOT INCLUDE_DIR)
   message(FATAL_ERROR "check_layers: pass -DINCLUDE_DIR=<the folder that holds embplan/>")

@@ -15,7 +15,7 @@ set -u
 BIN=${BIN:-build-gpu/bin}
 OUT=${OUT:-out}
 BUDGET=${BUDGET:-470}
-PLANNERS=${PLANNERS:-torchrec,neuroshard,neuroshard_ls,lookup_greedy,dreamshard,autoshard}
+PLANNERS=${PLANNERS:-torchrec_like,neuroshard,neuroshard_ls,lookup_greedy,dreamshard,autoshard}
 COUNT=${COUNT:-8}
 RES=$(mktemp -d)
 mkdir -p "$OUT"
@@ -32,7 +32,7 @@ common=(--model data/cost/gpu_compute_model.safetensors
         --policy data/rl/dreamshard_cpu_4dev.safetensors
         --autoshard-policy data/rl/autoshard_cpu_8dev.safetensors --quiet)
 timeout 60 "$BIN/embplan_gpu" compare --devices 4 --max-dim 16 --count 2 \
-  --planners torchrec,lookup_greedy --rounds 2 "${common[@]}" > "$RES/smoke.txt" 2>&1
+  --planners torchrec_like,lookup_greedy --rounds 2 "${common[@]}" > "$RES/smoke.txt" 2>&1
 rc=$?
 echo "smoke compare rc=$rc ($((SECONDS - start)) s)" | tee -a "$OUT/machine.txt"
 pack

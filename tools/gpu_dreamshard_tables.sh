@@ -19,7 +19,7 @@
 #      paper's defaults, seed 0);
 #   3. every planner on 20 DLRM-20 (4) test tasks, on the GPU meter;
 #   4. the DLRM-20 (4) policy on 10 DLRM-100 (4) test tasks (Table 2);
-#   5. a policy trained on DLRM-100 (4), on the same 10 tasks against torchrec;
+#   5. a policy trained on DLRM-100 (4), on the same 10 tasks against torchrec_like;
 #   6. the DLRM-20 (4) policy on 10 test tasks of DLRM-40, -60, -80 (4) and
 #      DLRM-40 (8), as far as the budget goes.
 # METER=analytic runs the same steps without a GPU (a smoke run of the script).
@@ -76,14 +76,14 @@ compare() {
   return $rc
 }
 
-all=random,size_greedy,dim_greedy,lookup_greedy,size_lookup_greedy,torchrec,neuroshard,neuroshard_ls,dreamshard
-few=random,lookup_greedy,size_lookup_greedy,torchrec,neuroshard_ls,dreamshard
+all=random,size_greedy,dim_greedy,lookup_greedy,size_lookup_greedy,torchrec_like,neuroshard,neuroshard_ls,dreamshard
+few=random,lookup_greedy,size_lookup_greedy,torchrec_like,neuroshard_ls,dreamshard
 p20="$RES/dreamshard_${METER}_20t_4d.safetensors"
 p100="$RES/dreamshard_${METER}_100t_4d.safetensors"
 train 20 4 200 || exit 1
 compare 20 4 20 "$all" "$p20" "${METER}_20t_4d" 120
 compare 100 4 10 "$few" "$p20" "${METER}_100t_4d_from20" 90
-train 100 4 120 && compare 100 4 10 torchrec,dreamshard "$p100" "${METER}_100t_4d_on_target" 60
+train 100 4 120 && compare 100 4 10 torchrec_like,dreamshard "$p100" "${METER}_100t_4d_on_target" 60
 for s in "40 4" "60 4" "80 4" "40 8"; do
   read -r t d <<< "$s"
   compare "$t" "$d" 10 "$few" "$p20" "${METER}_${t}t_${d}d_from20" 60

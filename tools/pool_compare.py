@@ -107,7 +107,8 @@ def main():
                     costs[key][p["planner"]].append((p["mean_cost_ms_of_succeeded"], p["succeeded"]))
                     balance[key][p["planner"]].append((p["mean_balance"], p["succeeded"]))
     if not ratios:
-        sys.exit("no ratio_to_baseline in the files: run compare with torchrec or --baseline")
+        sys.exit("no ratio_to_baseline in the files: run compare with its default baseline "
+                 "(torchrec_like) among --planners, or --baseline")
     for m in sorted(meter):
         print("meter:", m)
     for key in sorted(ratios):

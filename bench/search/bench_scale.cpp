@@ -1,4 +1,4 @@
-// Scaling of the TorchRec-like planner (torchrec_planner, search/torchrec_like.hpp)
+// Scaling of the TorchRec-like planner (torchrec_like_planner, search/torchrec_like.hpp)
 // and of NeuroShard's search with local search (neuroshard_ls_planner:
 // column_beam + grid engine + local_search), on the analytic model and on the
 // bundled learned compute model (data/cost/cpu_compute_model.safetensors,
@@ -25,7 +25,7 @@
 //  - max_rss_MB: the process's resident high-water mark (getrusage). It cannot
 //    be reset, so it is one call's figure (plus the task and the program) only
 //    when the benchmark runs alone in its process:
-//      bench_scale --benchmark_filter='bm_torchrec/10000/1024$'
+//      bench_scale --benchmark_filter='bm_torchrec_like/10000/1024$'
 #include <benchmark/benchmark.h>
 
 #include <malloc.h>
@@ -91,8 +91,8 @@ void run(benchmark::State& state, const Planner& p) {
   run(state, p, embplan_bench::bench_task(state.range(0), state.range(1)), no_prepare{});
 }
 
-void bm_torchrec(benchmark::State& state) {
-  run(state, embplan::torchrec_planner{});
+void bm_torchrec_like(benchmark::State& state) {
+  run(state, embplan::torchrec_like_planner{});
 }
 
 void bm_neuroshard_ls(benchmark::State& state) {
@@ -136,8 +136,8 @@ embplan::rowwise_planner_of<Planner> staged(const Planner& p) {
   return staged(p, p.rule());
 }
 
-void bm_torchrec_data_parallel(benchmark::State& state) {
-  run(state, staged(embplan::torchrec_planner{}));
+void bm_torchrec_like_data_parallel(benchmark::State& state) {
+  run(state, staged(embplan::torchrec_like_planner{}));
 }
 
 void bm_neuroshard_ls_data_parallel(benchmark::State& state) {
@@ -193,16 +193,16 @@ void bm_neuroshard_ls_user_rules(benchmark::State& state) {
   run(state, staged(embplan::neuroshard_ls_planner{}, rule), t, no_prepare{});
 }
 
-void bm_torchrec_all_options(benchmark::State& state) {
-  run_tiered(state, embplan::torchrec_planner{});
+void bm_torchrec_like_all_options(benchmark::State& state) {
+  run_tiered(state, embplan::torchrec_like_planner{});
 }
 
 void bm_neuroshard_ls_all_options(benchmark::State& state) {
   run_tiered(state, embplan::neuroshard_ls_planner{});
 }
 
-void bm_torchrec_all_options_nvlink(benchmark::State& state) {
-  run_tiered(state, embplan::torchrec_planner{}, true);
+void bm_torchrec_like_all_options_nvlink(benchmark::State& state) {
+  run_tiered(state, embplan::torchrec_like_planner{}, true);
 }
 
 void bm_neuroshard_ls_all_options_nvlink(benchmark::State& state) {
@@ -220,8 +220,8 @@ void bm_portfolio_all_options_nvlink(benchmark::State& state) {
 }
 
 // The same with every split table spread over hosts (row_wise), to compare.
-void bm_torchrec_all_options_nvlink_spread(benchmark::State& state) {
-  run_tiered(state, embplan::torchrec_planner{}, true, embplan::stage::row_layout::row_wise);
+void bm_torchrec_like_all_options_nvlink_spread(benchmark::State& state) {
+  run_tiered(state, embplan::torchrec_like_planner{}, true, embplan::stage::row_layout::row_wise);
 }
 
 void sizes(benchmark::internal::Benchmark* b) {
@@ -243,18 +243,18 @@ void sizes(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(bm_torchrec)->Apply(sizes);
+BENCHMARK(bm_torchrec_like)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_learned)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_learned_2threads)->Apply(sizes);
-BENCHMARK(bm_torchrec_data_parallel)->Apply(sizes);
+BENCHMARK(bm_torchrec_like_data_parallel)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_data_parallel)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_user_rules)->Apply(sizes);
-BENCHMARK(bm_torchrec_all_options)->Apply(sizes);
+BENCHMARK(bm_torchrec_like_all_options)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_all_options)->Apply(sizes);
-BENCHMARK(bm_torchrec_all_options_nvlink)->Apply(sizes);
+BENCHMARK(bm_torchrec_like_all_options_nvlink)->Apply(sizes);
 BENCHMARK(bm_neuroshard_ls_all_options_nvlink)->Apply(sizes);
-BENCHMARK(bm_torchrec_all_options_nvlink_spread)->Apply(sizes);
+BENCHMARK(bm_torchrec_like_all_options_nvlink_spread)->Apply(sizes);
 BENCHMARK(bm_portfolio_all_options)->Apply(sizes);
 BENCHMARK(bm_portfolio_all_options_nvlink)->Apply(sizes);
 

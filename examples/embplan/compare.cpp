@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "embplan/reward/neg_max_cost.hpp"
 #include "embplan/search/exact.hpp"
 #include "embplan/search/lower_bound.hpp"
+#include "embplan/torchrec/planner.hpp"
 #include "models.hpp"
 #include "options.hpp"
 #include "planners.hpp"
@@ -36,6 +38,10 @@
 namespace embplan_cli {
 
 namespace {
+
+// The planner compare's cost ratios are to when --baseline is not given (and
+// it is among --planners): TorchRec's own planner (v0.3.2, docs/torchrec.md).
+constexpr std::string_view default_baseline = "torchrec";
 
 struct planner_summary {
   std::string planner;
@@ -321,10 +327,14 @@ struct compare_args {
   std::uint64_t split_seed = 0;
   std::optional<double> unseen_share{};  // AutoShard §5.5
   bool optimum = false;                  // also each task's optimum table-wise plan (exact search)
-  std::string baseline;                  // the ratios' denominator; empty: torchrec where it runs
+  std::string baseline;                  // the ratios' denominator; empty: default_baseline
   std::size_t rounds = 1;                // interleaved measurements per plan (--meter measured)
   std::string data_parallel = "none";    // auto: every planner replicates small tables first
   std::string rows_by_cost = "none";     // auto: every planner cuts tables by rows where cheaper
+  std::string tiers = "none";            // torchrec: tables to the tiers of TorchRec's kernels
+  std::string task_file;                 // the user's tasks instead of generated ones
+  std::vector<std::string>
+      generator_flags{};  // the task generator's flags given (refused with --task)
   bool quiet = false;
   std::shared_ptr<const program_meter> own{};  // the program's own meter, if any
 };
@@ -380,6 +390,9 @@ struct setting {
   std::size_t tables;  // 0: the protocol's
   embplan::data::task_options options;
   task_args args;  // what the options were made of (for messages)
+  // compare --task: the file's tasks, in place of the generator's.
+  std::string file{};
+  std::vector<embplan::task> tasks{};
 };
 
 int run_compare(const compare_args& a) {
@@ -391,6 +404,9 @@ int run_compare(const compare_args& a) {
   check_output_path("--json", a.json);
   check_none_or_auto("--data-parallel", a.data_parallel);
   check_none_or_auto("--rows-by-cost", a.rows_by_cost);
+  if (a.tiers != "none" && a.tiers != "torchrec") {
+    embplan::detail::fail("--tiers", a.tiers, "none or torchrec");
+  }
   for (const auto d : a.devices)
     check_devices(d);
   for (const auto m : a.max_dims)
@@ -414,11 +430,31 @@ int run_compare(const compare_args& a) {
                           "run reads an AutoShard policy)");
   }
   if (autoshard) load_autoshard_policy(pm, a.autoshard_policy);
-  const auto source = task_source_of(a, pm);
+  if (!a.task_file.empty() && !a.generator_flags.empty()) {
+    embplan::detail::fail(
+        a.generator_flags.front(), "given",
+        "no task-generator option with --task (the tasks come from " + a.task_file + ")");
+  }
+  auto source = task_source_of(a, pm);
   std::vector<setting> settings;
   const std::vector<std::size_t> table_counts =
-      a.tables.empty() ? std::vector<std::size_t>{0} : a.tables;
-  for (const std::size_t devices : a.devices) {
+      a.tables.empty() || !a.task_file.empty() ? std::vector<std::size_t>{0} : a.tables;
+  if (!a.task_file.empty()) {
+    // The user's tasks, one setting: read whole and checked before any work.
+    setting st{};
+    st.file = a.task_file;
+    st.tasks = embplan::io::read_tasks_file(a.task_file);
+    for (std::size_t i = 0; i < st.tasks.size(); ++i) {
+      check_dim_multiple(st.tasks[i].tables, "task.tables");
+      st.devices = std::max(st.devices, st.tasks[i].cluster.size());
+      for (const auto& tb : st.tasks[i].tables)
+        st.max_dim = std::max(st.max_dim, tb.dim);
+      st.tables = std::max(st.tables, st.tasks[i].tables.size());
+    }
+    source.text = "the task file " + a.task_file;
+    settings.push_back(std::move(st));
+  }
+  for (const std::size_t devices : a.task_file.empty() ? a.devices : std::vector<std::size_t>{}) {
     for (const std::int32_t max_dim : a.max_dims) {
       for (const std::size_t tables : table_counts) {
         const task_args ta{.protocol = a.protocol,
@@ -455,7 +491,8 @@ int run_compare(const compare_args& a) {
                             "to millions of plans with the meter)");
     const std::uint32_t limit = embplan::exact_table_wise{}.max_tables;
     for (const auto& st : settings) {
-      const std::size_t most = embplan::data::resolve_protocol(st.options).max_tables;
+      const std::size_t most =
+          st.file.empty() ? embplan::data::resolve_protocol(st.options).max_tables : st.tables;
       if (most > limit)
         embplan::detail::fail("--tables", most,
                               "at most " + std::to_string(limit) +
@@ -493,6 +530,13 @@ int run_compare(const compare_args& a) {
                  "its estimate finds it cheaper)\n";
   }
   report["rows_by_cost"] = a.rows_by_cost;
+  if (a.tiers == "torchrec") {
+    print_wrapped(std::cout,
+                  "tiers: torchrec (each task's tables first moved to the tiers of the compute "
+                  "kernels TorchRec's default sharder picks: fused_uvm_caching to uvm_caching, "
+                  "fused_uvm to host; every planner plans the moved task)");
+  }
+  report["tiers"] = a.tiers;
   print_wrapped(std::cout,
                 "cost = max over devices of fwd+bwd compute + fwd+bwd comm (ms), the mean over "
                 "the tasks; \"(n/N)\": the planner found a plan for n of the N tasks only (the "
@@ -506,8 +550,8 @@ int run_compare(const compare_args& a) {
   for (std::size_t p = 0; p < names.size(); ++p)
     summary[p].push_back(names[p]);
   std::size_t no_device = 0;
-  // The planner the ratios are to: --baseline, else torchrec if it runs.
-  const std::string baseline = a.baseline.empty() ? "torchrec" : a.baseline;
+  // The planner the ratios are to: --baseline, else default_baseline if it runs.
+  const std::string baseline = a.baseline.empty() ? std::string(default_baseline) : a.baseline;
   judging how{.optimum = a.optimum,
               .rounds = a.rounds,
               .stages = {.data_parallel = {.enabled = a.data_parallel == "auto"},
@@ -515,19 +559,41 @@ int run_compare(const compare_args& a) {
   for (std::size_t p = 0; p < names.size(); ++p)
     if (names[p] == baseline) how.baseline = p;
   for (const auto& st : settings) {
-    // One task at a time: --count 1000000 holds one task, not a million.
-    auto tasks = task_generator_of(pool, st.options, st.args);
-    const std::size_t task_count = tasks.count();
-    planner_comparison comparison(std::span<const std::string>(names), meter, pm, a.seed, how,
-                                  task_count);
-    while (tasks.remaining() > 0)
-      comparison.add(next_task_of(tasks, st.args), bar);
-    const auto rows = std::move(comparison).finish();
+    std::size_t task_count = st.tasks.size();
+    std::vector<planner_summary> rows;
+    if (!st.file.empty()) {
+      planner_comparison comparison(std::span<const std::string>(names), meter, pm, a.seed, how,
+                                    task_count);
+      for (auto t : st.tasks) {
+        if (a.tiers == "torchrec") embplan::torchrec::choose_kernel_tiers(t);
+        comparison.add(t, bar);
+      }
+      rows = std::move(comparison).finish();
+    } else {
+      // One task at a time: --count 1000000 holds one task, not a million.
+      auto tasks = task_generator_of(pool, st.options, st.args);
+      task_count = tasks.count();
+      planner_comparison comparison(std::span<const std::string>(names), meter, pm, a.seed, how,
+                                    task_count);
+      while (tasks.remaining() > 0) {
+        auto t = next_task_of(tasks, st.args);
+        if (a.tiers == "torchrec") embplan::torchrec::choose_kernel_tiers(t);
+        comparison.add(t, bar);
+      }
+      rows = std::move(comparison).finish();
+    }
     bar.clear();
-    std::cout << "\n"
-              << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", ";
-    if (st.tables > 0) std::cout << st.tables << " tables per task, ";
-    std::cout << task_count << " tasks (seed " << a.seed << ")";
+    if (!st.file.empty()) {
+      std::cout << "\n"
+                << st.file << ": " << task_count << " task" << (task_count == 1 ? "" : "s")
+                << ", up to " << st.tables << " tables on up to " << st.devices
+                << " devices, max dim " << st.max_dim << " (seed " << a.seed << ")";
+    } else {
+      std::cout << "\n"
+                << a.protocol << ": " << st.devices << " devices, max dim " << st.max_dim << ", ";
+      if (st.tables > 0) std::cout << st.tables << " tables per task, ";
+      std::cout << task_count << " tasks (seed " << a.seed << ")";
+    }
     if (a.unseen_share) {
       std::cout << ", " << embplan::data::detail::share_text(*a.unseen_share)
                 << " of each task's tables unseen";
@@ -542,6 +608,7 @@ int run_compare(const compare_args& a) {
     if (how.baseline < names.size()) header.push_back("vs " + baseline + " (95% CI)");
     text_table table(header);
     nlohmann::json setting_json;
+    if (!st.file.empty()) setting_json["task_file"] = st.file;
     setting_json["devices"] = st.devices;
     setting_json["max_dim"] = st.max_dim;
     if (st.tables > 0) setting_json["tables"] = st.tables;
@@ -623,7 +690,8 @@ int run_compare(const compare_args& a) {
   if (no_device > 0) {
     print_wrapped(std::cout, "note: " + std::to_string(no_device) +
                                  " plans failed on a task with a table larger than any device; " +
-                                 rowwise_hint("torchrec") + ": --planners rowwise_torchrec");
+                                 rowwise_hint("torchrec_like") +
+                                 ": --planners rowwise_torchrec_like");
   }
   if (!a.json.empty()) {
     embplan::io::write_json_file(a.json, report);
@@ -673,8 +741,8 @@ command add_compare(CLI::App& app, std::shared_ptr<const program_meter> own) {
                 "tasks of at most 16 tables, --meter simulated or analytic) and report each "
                 "planner's gap to it");
   sub->add_option("--baseline", a->baseline,
-                  "the planner each planner's per-task cost ratios are to (default: torchrec, "
-                  "where it runs)");
+                  "the planner each planner's per-task cost ratios are to (default: " +
+                      std::string(default_baseline) + ", where it runs)");
   add_int_option(sub, "--rounds", a->rounds,
                  "--meter measured" +
                      std::string(a->own && a->own->measures ? " or " + a->own->name : "") +
@@ -689,8 +757,23 @@ command add_compare(CLI::App& app, std::shared_ptr<const program_meter> own) {
                   "none (default); auto: every planner also cuts by rows the tables that fit "
                   "where cheaper (as plan --rows-by-cost auto)")
       ->capture_default_str();
+  sub->add_option("--tiers", a->tiers,
+                  "none (default): every table in the tier its task gives; torchrec: first move "
+                  "each task's tables to the tiers of the compute kernels TorchRec's default "
+                  "sharder picks (fused_uvm_caching: uvm_caching, fused_uvm: host)")
+      ->capture_default_str();
+  sub->add_option("--task", a->task_file,
+                  "compare on the tasks of this file (one task or {\"tasks\": [...]}, e.g. "
+                  "your own) instead of generated ones; no generator option with it");
   add_quiet_option(sub, a->quiet);
-  return {sub, [a] { return run_compare(*a); }};
+  return {sub, [a, sub] {
+            for (const char* flag :
+                 {"--protocol", "--devices", "--max-dim", "--tables", "--count", "--memory-gib",
+                  "--pool", "--half", "--split-seed", "--unseen-share"}) {
+              if (sub->count(flag) > 0) a->generator_flags.emplace_back(flag);
+            }
+            return run_compare(*a);
+          }};
 }
 
 }  // namespace embplan_cli

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "embplan/cost/analytic.hpp"
+#include "embplan/cost/torchrec_cost.hpp"
 #include "embplan/meter/cpu_meter.hpp"
 #include "embplan/rl/autoshard.hpp"
 #include "embplan/rl/dreamshard.hpp"
@@ -31,6 +32,10 @@ std::filesystem::path install_prefix() {
 }
 
 constexpr const char* analytic_meter_text = "analytic cost model (bandwidth roofline + all-to-all)";
+constexpr const char* torchrec_meter_text =
+    "TorchRec v0.3.2's perf estimator (EmbeddingPerfEstimator: each shard's compute and "
+    "all-to-all at TorchRec's V100-era constants; a device the sum, the plan the max: "
+    "NoopPerfModel)";
 constexpr const char* learned_meter_text =
     "the learned compute model (see planning model) + the analytic all-to-all model";
 constexpr const char* measured_meter_text =
@@ -159,12 +164,13 @@ planning_model load_planning_model(const std::string& arg, std::string_view bund
 void check_meter(const meter_args& m, bool dreamshard) {
   if (m.name == "dreamshard" && !dreamshard) {
     embplan::detail::fail("--meter", m.name,
-                          "simulated, analytic or measured (dreamshard: in compare only)");
+                          "simulated, analytic, torchrec or measured (dreamshard: in compare "
+                          "only)");
   }
-  if (m.name != "simulated" && m.name != "analytic" && m.name != "measured" &&
-      m.name != "dreamshard" && (m.own.empty() || m.name != m.own)) {
-    std::string known =
-        dreamshard ? "simulated, analytic, measured, dreamshard" : "simulated, analytic, measured";
+  if (m.name != "simulated" && m.name != "analytic" && m.name != "torchrec" &&
+      m.name != "measured" && m.name != "dreamshard" && (m.own.empty() || m.name != m.own)) {
+    std::string known = dreamshard ? "simulated, analytic, torchrec, measured, dreamshard"
+                                   : "simulated, analytic, torchrec, measured";
     if (!m.own.empty()) known += ", " + m.own;
     const auto last = known.rfind(", ");
     embplan::detail::fail("--meter", m.name, known.replace(last, 2, " or "));
@@ -228,6 +234,7 @@ meter_choice meter_of(const meter_args& m, const planning_model& pm, const progr
                                   "the reference shard takes " +
                                   fixed(meter.options.reference_ms, 3) + " ms"};
   }
+  if (m.name == "torchrec") return {any_meter(embplan::torchrec_cost{}), torchrec_meter_text};
   if (m.name == "simulated" && pm.compute) return {any_meter(*pm.compute), learned_meter_text};
   return {any_meter(embplan::analytic_cost{}), analytic_meter_text};
 }

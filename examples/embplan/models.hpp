@@ -115,6 +115,9 @@ class any_meter {
                      std::span<const double> start_ms, std::span<embplan::comm_cost> out) const {
     impl_->communication(t, dim_sum, start_ms, out);
   }
+  bool prices_collectives(const embplan::task& t) const noexcept {
+    return impl_->prices_collectives(t);
+  }
 
  private:
   struct base {
@@ -125,6 +128,7 @@ class any_meter {
                                           std::size_t) const = 0;
     virtual void communication(const embplan::task&, std::span<const std::int64_t>,
                                std::span<const double>, std::span<embplan::comm_cost>) const = 0;
+    virtual bool prices_collectives(const embplan::task&) const noexcept = 0;
   };
   template <class M>
   struct holder final : base {
@@ -141,6 +145,9 @@ class any_meter {
                        std::span<const double> start_ms,
                        std::span<embplan::comm_cost> out) const override {
       model.communication(t, dim_sum, start_ms, out);
+    }
+    bool prices_collectives(const embplan::task& t) const noexcept override {
+      return embplan::prices_collectives(model, t);
     }
     M model;
   };

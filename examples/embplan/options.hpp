@@ -335,7 +335,8 @@ inline std::uint64_t flush_bytes_of(std::int64_t flush_mib) {
 
 inline void add_meter_options(CLI::App* app, meter_args& m, bool dreamshard = false) {
   app->add_option("--meter", m.name,
-                  std::string("simulated (the learned model, else analytic) | analytic | measured "
+                  std::string("simulated (the learned model, else analytic) | analytic | torchrec "
+                              "(TorchRec v0.3.2's perf estimator, max over ranks) | measured "
                               "(CPU meter; slow: keep the task count small)") +
                       (dreamshard ? " | dreamshard (the --policy's cost network: its overall "
                                     "head prices a plan)"

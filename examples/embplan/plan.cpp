@@ -24,7 +24,9 @@
 #include "embplan/io/torchrec.hpp"
 #include "embplan/io/trace.hpp"
 #include "embplan/plan_report.hpp"
+#include "embplan/search/lower_bound.hpp"
 #include "embplan/stage/tiers.hpp"
+#include "embplan/torchrec/planner.hpp"
 #include "models.hpp"
 #include "options.hpp"
 #include "planners.hpp"
@@ -59,7 +61,22 @@ struct plan_args {
   std::string row_layout = "by_cost";  // where a split table's pieces go across hosts
   std::string rows_by_cost = "none";   // "auto": tables that fit cut by rows where cheaper
   bool no_report = false;              // text output without the plan report's sections
+  std::string yardstick = "auto";      // TorchRec's plan and a lower bound beside this one
   meter_args meter;
+};
+
+// The tasks above which --yardstick auto leaves TorchRec's plan out: tables x
+// devices (500 x 8 is 4,000; TorchRec's planner, ported, partitions every
+// proposal in full, which at 5,384 x 1,024 takes minutes).
+constexpr std::size_t yardstick_auto_limit = 100'000;
+
+// What plan prints beside the chosen plan: TorchRec's plan of the same task
+// on the same meter, and the additive lower bound (search/lower_bound.hpp).
+struct yardstick {
+  std::string torchrec;  // "planned", "this plan", "no plan: ...", "skipped: ..."
+  std::optional<double> torchrec_ms{};
+  std::optional<double> bound_ms{};
+  std::string bound;  // what the bound is, or why there is none
 };
 
 std::string device_name(const embplan::task& t, std::size_t d) {
@@ -310,13 +327,45 @@ embplan::task load_task(const std::string& file, std::size_t index) {
 // The user's constraints (--constraints), read for `t`, whose tables take
 // the file's dtypes and tiers (apply_table_rules: planned, checked and hashed
 // with them); none: empty rules. With --tiers auto, choose_tiers then moves
-// tables the file does not tier off HBM while the tables do not fit it; the
-// moves are returned for the output (plan and --check take the same flags,
-// so they hash the same task).
+// tables the file does not tier off HBM while the tables do not fit it; with
+// --tiers torchrec, the tables the file does not tier go to the tiers of the
+// kernels TorchRec's default sharder picks (torchrec::choose_kernel_tiers);
+// the moves are returned for the output (plan and --check take the same
+// flags, so they hash the same task).
 struct loaded_rules {
   embplan::table_rules rules;
   std::vector<embplan::stage::tier_move> tier_moves;
+  std::vector<embplan::torchrec::kernel_move> kernel_moves;  // --tiers torchrec
 };
+
+// --tiers: none, auto or torchrec.
+void check_tiers(const std::string& value) {
+  if (value != "none" && value != "auto" && value != "torchrec") {
+    embplan::detail::fail("--tiers", value, "none, auto or torchrec");
+  }
+}
+
+std::string kernel_moves_text(const embplan::task& t,
+                              const std::vector<embplan::torchrec::kernel_move>& moves) {
+  if (moves.empty()) {
+    return "tiers: torchrec, TorchRec's default sharder keeps every table where the task does "
+           "(or finds no plan); none moved\n";
+  }
+  std::string out = "tiers: torchrec moved " + std::to_string(moves.size()) + " of " +
+                    std::to_string(t.tables.size()) +
+                    " tables to the tier of the compute kernel TorchRec's default sharder chose:";
+  for (const auto& m : moves) {
+    const auto& name = t.tables[m.table].name;
+    out += "\n  " + (name.empty() ? "#" + std::to_string(m.table) : name) + " -> " +
+           std::string(embplan::to_string(m.placement.tier)) + " (" +
+           std::string(embplan::torchrec::to_string(m.kernel));
+    if (m.placement.tier == embplan::memory_tier::uvm_caching) {
+      out += ", load factor " + fixed(m.placement.load_factor, 4);
+    }
+    out += ")";
+  }
+  return out + "\n";
+}
 
 loaded_rules load_rules(const plan_args& a, embplan::task& t) {
   loaded_rules out;
@@ -330,6 +379,9 @@ loaded_rules load_rules(const plan_args& a, embplan::task& t) {
       if (rule.placement && rule.table < tiered.size()) tiered[rule.table] = true;
   }
   if (a.tiers == "auto") out.tier_moves = embplan::stage::choose_tiers(t, {}, tiered);
+  if (a.tiers == "torchrec") {
+    out.kernel_moves = embplan::torchrec::choose_kernel_tiers(t, {}, tiered);
+  }
   return out;
 }
 
@@ -370,9 +422,10 @@ void recheck(const embplan::task& t, const embplan::plan& p, const embplan::tabl
 // (the plan may be valid for this task) but is said: "valid, but not the plan
 // planner X made" (edited by hand, or made for another task).
 int run_check(const plan_args& a, const CLI::App& sub) {
-  check_none_or_auto("--tiers", a.tiers);
-  for (const char* flag : {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json",
-                           "--no-report", "--data-parallel", "--row-layout", "--rows-by-cost"}) {
+  check_tiers(a.tiers);
+  for (const char* flag :
+       {"--planner", "--seed", "--out", "--torchrec", "--trace", "--json", "--no-report",
+        "--data-parallel", "--row-layout", "--rows-by-cost", "--yardstick"}) {
     if (sub.count(flag) > 0) {
       embplan::detail::fail(flag, "given",
                             "no " + std::string(flag) +
@@ -381,8 +434,9 @@ int run_check(const plan_args& a, const CLI::App& sub) {
     }
   }
   auto t = load_task(a.task, a.index);
-  const auto [rules, tier_moves] = load_rules(a, t);
+  const auto [rules, tier_moves, kernel_moves] = load_rules(a, t);
   if (a.tiers == "auto") std::cout << tier_moves_text(t, tier_moves);
+  if (a.tiers == "torchrec") std::cout << kernel_moves_text(t, kernel_moves);
   const auto doc = embplan::io::read_json_file(a.check);
   // A --json report holds the plan under "plan".
   const bool report = doc.is_object() && doc.contains("plan") && doc.contains("devices");
@@ -455,7 +509,10 @@ int run_plan(const plan_args& a, const CLI::App& sub) {
   check_meter(a.meter);
   check_output_paths(
       {{"--out", &a.out}, {"--torchrec", &a.torchrec}, {"--trace", &a.trace}, {"--json", &a.json}});
-  check_none_or_auto("--tiers", a.tiers);
+  if (a.yardstick != "auto" && a.yardstick != "on" && a.yardstick != "off") {
+    embplan::detail::fail("--yardstick", a.yardstick, "auto, on or off");
+  }
+  check_tiers(a.tiers);
   check_none_or_auto("--data-parallel", a.data_parallel);
   check_none_or_auto("--rows-by-cost", a.rows_by_cost);
   // An option the chosen planner would not read is refused, not ignored.
@@ -489,7 +546,7 @@ int run_plan(const plan_args& a, const CLI::App& sub) {
       (stages.rows_by_cost ? "+rows_by_cost" : "");
   auto t = load_task(a.task, a.index);
   check_dim_multiple(t.tables, "task.tables");
-  const auto [rules, tier_moves] = load_rules(a, t);
+  const auto [rules, tier_moves, kernel_moves] = load_rules(a, t);
   auto pm = load_planning_model(a.model);
   if (is_dreamshard(planner)) load_policy(pm, a.policy);
   if (is_autoshard(planner)) load_autoshard_policy(pm, a.autoshard_policy);
@@ -558,6 +615,7 @@ int run_plan(const plan_args& a, const CLI::App& sub) {
               << ", applied and the plan re-checked against them\n";
   }
   if (a.tiers == "auto") std::cout << tier_moves_text(t, tier_moves);
+  if (a.tiers == "torchrec") std::cout << kernel_moves_text(t, kernel_moves);
   std::cout << '\n';
 
   // Per table: where each piece went, its cost alone and its bytes.
@@ -584,6 +642,16 @@ int run_plan(const plan_args& a, const CLI::App& sub) {
                        {"load_factor", m.placement.load_factor},
                        {"hbm_freed_bytes", m.hbm_freed_bytes},
                        {"added_cost_ms", m.added_cost_ms}});
+    }
+    report["tier_moves"] = std::move(moves);
+  }
+  if (a.tiers == "torchrec") {
+    nlohmann::json moves = nlohmann::json::array();
+    for (const auto& m : kernel_moves) {
+      moves.push_back({{"table", m.table},
+                       {"kernel", std::string(embplan::torchrec::to_string(m.kernel))},
+                       {"tier", std::string(embplan::to_string(m.placement.tier))},
+                       {"load_factor", m.placement.load_factor}});
     }
     report["tier_moves"] = std::move(moves);
   }
@@ -698,6 +766,63 @@ int run_plan(const plan_args& a, const CLI::App& sub) {
   }
   std::cout << "cost (max over devices): " << fixed(cost.max_ms()) << " ms, degree of balance "
             << fixed(cost.balance(), 3) << " (min/max compute)\n";
+  // The yardstick: TorchRec's plan of the same task on the same meter, and
+  // the lower bound.
+  yardstick ys;
+#if defined(EMBPLAN_WITH_MPI)
+  const bool one_process = !mpi;
+#else
+  const bool one_process = true;
+#endif
+  if (a.yardstick == "off") {
+    ys.torchrec = "skipped: --yardstick off";
+  } else if (!one_process) {
+    ys.torchrec = "skipped: under mpirun (the plan meter measures one plan per run)";
+  } else if (a.yardstick == "auto" && t.tables.size() * t.cluster.size() > yardstick_auto_limit) {
+    ys.torchrec = "skipped: " + std::to_string(t.tables.size()) + " tables x " +
+                  std::to_string(t.cluster.size()) + " devices is more than --yardstick auto's " +
+                  std::to_string(yardstick_auto_limit) + " (--yardstick on plans it anyway)";
+  } else if (planner == "torchrec" && made_by == "torchrec") {
+    ys.torchrec = "this plan";
+    ys.torchrec_ms = cost.max_ms();
+  } else {
+    const auto tr = run_planner("torchrec", t, a.seed, pm, rules);
+    if (tr.ok) {
+      ys.torchrec = "planned";
+      ys.torchrec_ms = embplan::evaluate(t, tr.placement, meter).max_ms();
+    } else {
+      ys.torchrec = "no plan: " + tr.failure;
+    }
+  }
+  if (a.yardstick == "off") {
+    ys.bound = "skipped: --yardstick off";
+  } else if (measured) {
+    ys.bound = "none under --meter measured (it would time every table alone)";
+  } else {
+    ys.bound_ms = embplan::additive_lower_bound(t, meter);
+    ys.bound =
+        "additive: the larger of the costliest table and the sum of the tables' costs over the "
+        "devices, each table priced whole and alone by the meter (a bound for table-wise "
+        "plans)";
+  }
+  {
+    std::string line = "yardstick: this plan " + fixed(cost.max_ms()) + " ms";
+    if (ys.torchrec == "this plan") {
+      line += " (TorchRec's own)";
+    } else if (ys.torchrec_ms) {
+      line += " · TorchRec's " + fixed(*ys.torchrec_ms) + " ms";
+    } else {
+      line += " · TorchRec's: " + ys.torchrec;
+    }
+    if (ys.bound_ms) line += " · no table-wise plan below " + fixed(*ys.bound_ms) + " ms";
+    print_wrapped(std::cout, line);
+  }
+  report["yardstick"] = {
+      {"this_plan_ms", cost.max_ms()},
+      {"torchrec", ys.torchrec},
+      {"torchrec_ms", ys.torchrec_ms ? nlohmann::json(*ys.torchrec_ms) : nlohmann::json(nullptr)},
+      {"lower_bound_ms", ys.bound_ms ? nlohmann::json(*ys.bound_ms) : nlohmann::json(nullptr)},
+      {"lower_bound", ys.bound}};
   if (!a.no_report) print_report(t, result.placement, rep, !measured);
   report["cost_ms"] = cost.max_ms();
   report["balance"] = cost.balance();
@@ -758,6 +883,12 @@ command add_plan(CLI::App& app) {
   sub->add_option("--json", a->json,
                   "write the report (per piece, per device, and the plan report under "
                   "\"report\") as JSON");
+  sub->add_option("--yardstick", a->yardstick,
+                  "auto (default): beside the plan, TorchRec's plan of the same task on the same "
+                  "meter (the torchrec preset) where tables x devices <= 100,000, and the "
+                  "additive lower bound; on: TorchRec's plan whatever the size; off: neither "
+                  "plan nor bound")
+      ->capture_default_str();
   sub->add_flag("--no-report", a->no_report,
                 "print only the per-piece and per-device tables: no critical path, imbalance, "
                 "costliest pieces or per-table sharding (--json has them all the same)");
@@ -771,7 +902,10 @@ command add_plan(CLI::App& app) {
   sub->add_option("--tiers", a->tiers,
                   "none (default): every table in the tier the task and --constraints give; "
                   "auto: while the tables do not fit 90% of the cluster's HBM, move tables to "
-                  "uvm_caching or host, least added analytic cost per HBM byte freed first");
+                  "uvm_caching or host, least added analytic cost per HBM byte freed first; "
+                  "torchrec: move each table to the tier of the compute kernel TorchRec's "
+                  "default sharder picks for it (fused_uvm_caching: uvm_caching, fused_uvm: "
+                  "host)");
   sub->add_option("--data-parallel", a->data_parallel,
                   "none (default); auto: first replicate, as data-parallel copies on every "
                   "device, the tables cheaper so than placed whole (their all-to-all against "

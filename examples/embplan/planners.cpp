@@ -128,8 +128,9 @@ std::string rowwise_hint(const std::string& planner) {
   const std::string_view view = planner;
   const std::string base =
       std::string(view.starts_with(rowwise_prefix) ? view.substr(rowwise_prefix.size()) : view);
-  const std::string examples =
-      base == "torchrec" ? "rowwise_torchrec" : "rowwise_" + base + " or rowwise_torchrec";
+  const std::string examples = base == "torchrec_like"
+                                   ? "rowwise_torchrec_like"
+                                   : "rowwise_" + base + " or rowwise_torchrec_like";
   return "try a rowwise_ planner (e.g. " + examples +
          "), which splits a table that fits no device by rows";
 }

@@ -76,7 +76,7 @@ void check_dim_multiple(std::span<const embplan::table_spec> tables, std::string
 std::string failure_text(const std::string& planner, const std::string& failure,
                          const embplan::task& t);
 
-// "try a rowwise_ planner (e.g. rowwise_<base of planner> or rowwise_torchrec) ..."
+// "try a rowwise_ planner (e.g. rowwise_<base of planner> or rowwise_torchrec_like) ..."
 std::string rowwise_hint(const std::string& planner);
 
 }  // namespace embplan_cli

@@ -4,8 +4,12 @@
 // (embplan/run_preset.hpp, the CLI's registry):
 //   random_planner, random_search_planner (AutoShard §5.3),
 //   size/dim/lookup/size_lookup_greedy_planner (sorted greedy on a heuristic
-//   cost: NeuroShard App. E.1, AutoShard §5.1), torchrec_planner (NeuroShard
-//   App. E.3), neuroshard_planner (NeuroShard §3.3, Alg. 1-2, as its authors'
+//   cost: NeuroShard App. E.1, AutoShard §5.1), torchrec_planner (TorchRec
+//   v0.3.2's EmbeddingShardingPlanner, its own plan: search/torchrec.hpp,
+//   docs/torchrec.md), torchrec_like_planner (a
+//   TorchRec-style greedy after NeuroShard's appendix E.3 (table- and
+//   column-wise, perf-ordered partitioner); not TorchRec's planner),
+//   neuroshard_planner (NeuroShard §3.3, Alg. 1-2, as its authors'
 //   code makes it), neuroshard_plus_planner (embplan's changes to it),
 //   neuroshard_ls_planner (then local search), portfolio_planner
 //   (neuroshard_ls and torchrec_like, the better plan kept), exact_planner
@@ -27,6 +31,7 @@
 #include "embplan/constraint/all_of.hpp"
 #include "embplan/cost/analytic.hpp"
 #include "embplan/cost/heuristic.hpp"
+#include "embplan/cost/torchrec_cost.hpp"
 #include "embplan/planner.hpp"
 #include "embplan/reward/balance.hpp"
 #include "embplan/reward/neg_max_cost.hpp"
@@ -37,6 +42,7 @@
 #include "embplan/search/random_placement.hpp"
 #include "embplan/search/random_search.hpp"
 #include "embplan/search/sorted_greedy.hpp"
+#include "embplan/search/torchrec.hpp"
 #include "embplan/search/torchrec_like.hpp"
 #include "embplan/stage/settings.hpp"
 #include "embplan/stage/staged.hpp"
@@ -54,7 +60,14 @@ using size_lookup_greedy_planner =
     planner<size_lookup_cost, sorted_greedy, default_constraint, balance_reward>;
 using random_search_planner =
     planner<analytic_cost, random_search, default_constraint, neg_max_cost_reward>;
+// TorchRec v0.3.2's planner (search/torchrec.hpp): its plan, rated by its own
+// perf model (torchrec_cost, the search model), priced like the other presets
+// on the analytic model.
 using torchrec_planner =
+    planner<torchrec_cost, torchrec_search, default_constraint, neg_max_cost_reward, analytic_cost>;
+// A TorchRec-style greedy after NeuroShard's appendix E.3 (table- and
+// column-wise, perf-ordered partitioner); not TorchRec's planner.
+using torchrec_like_planner =
     planner<analytic_cost, torchrec_like, default_constraint, neg_max_cost_reward>;
 template <cost_model Cost = analytic_cost>
 using basic_neuroshard_planner =

@@ -177,11 +177,21 @@ struct random_search_preset {
     return c.plan(random_search_planner({}, {}, c.rule, {}));
   }
 };
+// TorchRec v0.3.2's EmbeddingShardingPlanner (docs/torchrec.md).
 struct torchrec_preset {
   static constexpr std::string_view name = "torchrec";
   template <class Context>
   static plan_result run(const Context& c) {
     return c.plan(torchrec_planner({}, {}, c.rule, {}));
+  }
+};
+// A TorchRec-style greedy after NeuroShard's appendix E.3 (table- and
+// column-wise, perf-ordered partitioner); not TorchRec's planner.
+struct torchrec_like_preset {
+  static constexpr std::string_view name = "torchrec_like";
+  template <class Context>
+  static plan_result run(const Context& c) {
+    return c.plan(torchrec_like_planner({}, {}, c.rule, {}));
   }
 };
 struct neuroshard_preset {
@@ -244,9 +254,9 @@ struct preset_list {
 // Every preset run_preset knows, in the order of preset_names().
 using all_presets =
     preset_list<random_preset, size_greedy_preset, dim_greedy_preset, lookup_greedy_preset,
-                size_lookup_greedy_preset, random_search_preset, torchrec_preset, neuroshard_preset,
-                neuroshard_plus_preset, neuroshard_ls_preset, dreamshard_preset, autoshard_preset,
-                portfolio_preset>;
+                size_lookup_greedy_preset, random_search_preset, torchrec_preset,
+                torchrec_like_preset, neuroshard_preset, neuroshard_plus_preset,
+                neuroshard_ls_preset, dreamshard_preset, autoshard_preset, portfolio_preset>;
 
 namespace detail {
 

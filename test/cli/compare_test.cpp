@@ -40,7 +40,7 @@ TEST_CASE("compare prints one row per planner, and '-' is used only for failures
 TEST_CASE("compare: NeuroShard, local search and TorchRec-like rows; cache and gap columns") {
   const auto json = scratch() / "compare-search.json";
   const auto r =
-      run("compare --devices 4 --max-dim 16 --count 2 --planners random,torchrec,neuroshard,"
+      run("compare --devices 4 --max-dim 16 --count 2 --planners random,torchrec_like,neuroshard,"
           "neuroshard_ls --json " +
           json.string());
   REQUIRE(r.code == 0);
@@ -301,6 +301,7 @@ TEST_CASE("compare: per-task cost ratios to a baseline, with a 95% interval; int
           "--planners random,torchrec --json " +
           json.string());
   REQUIRE(r.code == 0);
+  // The default baseline: TorchRec's own planner.
   CHECK(r.out.find("vs torchrec (95% CI)") != std::string::npos);
   auto rows = nlohmann::json::parse(slurp(json)).at("settings").at(0).at("planners");
   const auto& to_self = rows.at(1).at("ratio_to_baseline");
@@ -329,7 +330,7 @@ TEST_CASE("compare: per-task cost ratios to a baseline, with a 95% interval; int
 
   // Another baseline.
   REQUIRE(run("compare --devices 4 --max-dim 16 --tables 6 --count 2 --meter analytic --quiet "
-              "--planners random,torchrec --baseline random --json " +
+              "--planners random,torchrec_like --baseline random --json " +
               json.string())
               .code == 0);
   rows = nlohmann::json::parse(slurp(json)).at("settings").at(0).at("planners");
@@ -347,8 +348,8 @@ TEST_CASE("compare: per-task cost ratios to a baseline, with a 95% interval; int
     CHECK(x.get<double>() > 0.0);
 
   // Bad input.
-  check_refused("compare --count 1 --planners random,torchrec --baseline nope", {"nope"});
-  check_refused("compare --count 1 --planners random,torchrec --baseline lookup_greedy",
+  check_refused("compare --count 1 --planners random,torchrec_like --baseline nope", {"nope"});
+  check_refused("compare --count 1 --planners random,torchrec_like --baseline lookup_greedy",
                 {"--baseline", "lookup_greedy"});
   check_refused("compare --count 1 --meter analytic --rounds 3", {"--rounds", "3"});
   check_refused("compare --count 1 --meter measured --rounds 0", {"--rounds", "0"});

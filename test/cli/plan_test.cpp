@@ -231,7 +231,7 @@ TEST_CASE("a table that fits no device: the failure says GiB and suggests the ro
   write(big, R"({"name": "too-big",
                  "tables": [{"name": "huge", "rows": 2000000000, "dim": 128, "pooling_factor": 1}],
                  "cluster": {"count": 2, "device": {"memory_gib": 4}}})");
-  for (const char* planner : {"lookup_greedy", "neuroshard", "torchrec"}) {
+  for (const char* planner : {"lookup_greedy", "neuroshard", "torchrec_like"}) {
     const auto r = run("plan --task " + big.string() + " --planner " + planner);
     CHECK(r.code == 1);
     CHECK(lines(r.err) == 1);
@@ -239,7 +239,7 @@ TEST_CASE("a table that fits no device: the failure says GiB and suggests the ro
     CHECK(r.err.find("huge") != std::string::npos);
     CHECK(r.err.find("GiB") != std::string::npos);
     CHECK(r.err.find(" bytes") == std::string::npos);
-    CHECK(r.err.find("rowwise_torchrec") != std::string::npos);
+    CHECK(r.err.find("rowwise_torchrec_like") != std::string::npos);
   }
   // A rowwise_ planner that still finds no room is not told to try itself.
   const auto r = run("plan --task " + big.string() + " --planner rowwise_lookup_greedy");
@@ -268,6 +268,25 @@ TEST_CASE("plan and compare take the same planner names, rowwise_ ones included"
     CHECK(r.err.find("\"rowwise_bogus\"") != std::string::npos);
     CHECK(r.err.find("rowwise_") != std::string::npos);
   }
+}
+
+TEST_CASE("plan --planner torchrec_like: the TorchRec-style greedy runs under its own name") {
+  // torchrec_like is a TorchRec-style greedy (NeuroShard App. E.3), not
+  // TorchRec's planner: its plans, report and listing say torchrec_like.
+  const auto out = scratch() / "torchrec-like-plan.json";
+  const auto report = scratch() / "torchrec-like-report.json";
+  const auto r =
+      run("plan --task " + small_tasks().string() + " --planner torchrec_like --model none --out " +
+          out.string() + " --json " + report.string());
+  INFO(r.out, r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find(", planner torchrec_like (search ") != std::string::npos);
+  CHECK(nlohmann::json::parse(slurp(report)).at("planner") == "torchrec_like");
+  CHECK(nlohmann::json::parse(slurp(out)).at("planner") == "torchrec_like");
+  // The accepted names, as a bad name lists them, include it.
+  const auto bad = run("plan --task " + small_tasks().string() + " --planner bogus");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find(" torchrec_like, ") != std::string::npos);
 }
 
 TEST_CASE("plan converts only the task --index picks, and bounds its devices") {
@@ -364,7 +383,8 @@ TEST_CASE("plan --constraints: the rules are honoured, said, and bad ones named"
                    "colocate": [["a", "b"]],
                    "separate": [["c", "d"]]})");
   const auto report = scratch() / "constrained-report.json";
-  for (const char* planner : {"lookup_greedy", "neuroshard_plus", "torchrec", "neuroshard_ls"}) {
+  for (const char* planner :
+       {"lookup_greedy", "neuroshard_plus", "torchrec_like", "neuroshard_ls"}) {
     CAPTURE(planner);
     const auto r = run("plan --task " + task.string() + " --planner " + planner +
                        " --constraints " + rules.string() + " --json " + report.string());
@@ -805,7 +825,7 @@ TEST_CASE("plan --row-layout: a split table inside one host or spread, named and
               R"("inter_host_bandwidth_gbps": 12.5, "device": {"memory_gib": 1}}, "tables": )" +
                   tables + "}");
   const std::string common =
-      " --task " + task.string() + " --planner rowwise_torchrec --model none --json ";
+      " --task " + task.string() + " --planner rowwise_torchrec_like --model none --json ";
   const auto sharding_of_big = [](const nlohmann::json& j) {
     for (const auto& row : j.at("tables"))
       if (row.at("name") == "big") return row.at("sharding").get<std::string>();
@@ -839,8 +859,8 @@ TEST_CASE("plan --row-layout: a split table inside one host or spread, named and
   CHECK(sharding_of_big(out["row_wise"]) == "row_wise");
   CHECK(out["by_cost"].at("cost_ms").get<double>() < out["row_wise"].at("cost_ms").get<double>());
   // A layout other than the default is part of the planner's name (and hash).
-  CHECK(out["by_cost"].at("planner") == "rowwise_torchrec");
-  CHECK(out["row_wise"].at("planner") == "rowwise_torchrec+row_layout=row_wise");
+  CHECK(out["by_cost"].at("planner") == "rowwise_torchrec_like");
+  CHECK(out["row_wise"].at("planner") == "rowwise_torchrec_like+row_layout=row_wise");
   // Bad input names the flag and the value.
   const auto bad =
       run("plan" + common + (scratch() / "layout-bad.json").string() + " --row-layout spread");
@@ -865,15 +885,15 @@ TEST_CASE("plan --data-parallel auto: small tables copied to every device, check
   const auto plan = scratch() / "dp-plan.json";
   const auto report = scratch() / "dp-report.json";
   const auto tr = scratch() / "dp-torchrec.json";
-  const std::string common = " --task " + task.string() + " --planner torchrec --model none";
+  const std::string common = " --task " + task.string() + " --planner torchrec_like --model none";
   const auto r = run("plan" + common + " --data-parallel auto --out " + plan.string() + " --json " +
                      report.string() + " --torchrec " + tr.string());
   INFO(r.out, r.err);
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("planner torchrec+data_parallel") != std::string::npos);
+  CHECK(r.out.find("planner torchrec_like+data_parallel") != std::string::npos);
   CHECK(r.out.find("data-parallel copy") != std::string::npos);
   const auto j = nlohmann::json::parse(slurp(report));
-  CHECK(j.at("planner") == "torchrec+data_parallel");
+  CHECK(j.at("planner") == "torchrec_like+data_parallel");
   std::map<std::string, std::size_t> copies;
   for (const auto& row : j.at("tables"))
     if (row.at("sharding") == "data_parallel") ++copies[row.at("name").get<std::string>()];
@@ -919,10 +939,10 @@ TEST_CASE("plan --data-parallel auto: small tables copied to every device, check
   c = run("plan" + common + " --data-parallel some");
   CHECK(c.code == 2);
   CHECK(c.err.find("'--data-parallel' = \"some\"") != std::string::npos);
-  c = run("compare --count 1 --devices 4 --max-dim 16 --planners torchrec --data-parallel x");
+  c = run("compare --count 1 --devices 4 --max-dim 16 --planners torchrec_like --data-parallel x");
   CHECK(c.code == 2);
   c =
-      run("compare --count 2 --devices 4 --max-dim 16 --planners torchrec,neuroshard_plus "
+      run("compare --count 2 --devices 4 --max-dim 16 --planners torchrec_like,neuroshard_plus "
           "--model none --data-parallel auto");
   INFO(c.out, c.err);
   CHECK(c.code == 0);
@@ -968,11 +988,11 @@ TEST_CASE("plan --rows-by-cost auto: a narrow table of many lookups cut by rows,
   c = run("plan" + common + " --rows-by-cost yes");
   CHECK(c.code == 2);
   CHECK(c.err.find("'--rows-by-cost' = \"yes\"") != std::string::npos);
-  c = run("compare --count 1 --devices 4 --max-dim 16 --planners torchrec --rows-by-cost 1");
+  c = run("compare --count 1 --devices 4 --max-dim 16 --planners torchrec_like --rows-by-cost 1");
   CHECK(c.code == 2);
   CHECK(c.err.find("'--rows-by-cost' = \"1\"") != std::string::npos);
   c =
-      run("compare --count 2 --devices 4 --max-dim 16 --planners torchrec --model none "
+      run("compare --count 2 --devices 4 --max-dim 16 --planners torchrec_like --model none "
           "--rows-by-cost auto");
   CHECK(c.code == 0);
   CHECK(c.out.find("rows by cost: auto") != std::string::npos);
@@ -998,7 +1018,7 @@ TEST_CASE("plan --planner portfolio says which member's plan it kept") {
   CHECK(r.out.find("plan by portfolio member " + member + "\n") != std::string::npos);
   // Its plan is that member's own.
   const auto alone =
-      run(std::string("plan --planner ") + (member[1] == '1' ? "neuroshard_ls" : "torchrec") +
+      run(std::string("plan --planner ") + (member[1] == '1' ? "neuroshard_ls" : "torchrec_like") +
           common + (scratch() / "pf-alone.json").string());
   REQUIRE(alone.code == 0);
   const auto a = nlohmann::json::parse(slurp(scratch() / "pf-alone.json"));
@@ -1007,14 +1027,14 @@ TEST_CASE("plan --planner portfolio says which member's plan it kept") {
   CHECK_FALSE(a.contains("made_by"));
   CHECK(alone.out.find("portfolio member") == std::string::npos);
   // compare counts the portfolio's plans by member, per setting.
-  const auto c =
-      run("compare --count 3 --devices 4 --max-dim 16 --planners portfolio,torchrec --model none "
-          "--json " +
-          (scratch() / "pf-compare.json").string());
+  const auto c = run(
+      "compare --count 3 --devices 4 --max-dim 16 --planners portfolio,torchrec_like --model none "
+      "--json " +
+      (scratch() / "pf-compare.json").string());
   INFO(c.out, c.err);
   REQUIRE(c.code == 0);
   CHECK(c.out.find("portfolio's plans by member: #") != std::string::npos);
-  CHECK(c.out.find("torchrec's plans by member") == std::string::npos);
+  CHECK(c.out.find("torchrec_like's plans by member") == std::string::npos);
   const auto cj = nlohmann::json::parse(slurp(scratch() / "pf-compare.json"));
   const auto& rows = cj.at("settings").at(0).at("planners");
   std::size_t counted = 0;

@@ -55,7 +55,7 @@ TEST_CASE("tasks and compare --unseen-share: a share of each task from the test 
   CHECK(tj.at("tasks").at(1).at("name") == "autoshard-2dev-32dim-unseen0.5-001");
   const auto c =
       run("compare --protocol autoshard --devices 2 --max-dim 32 --count 2 --planners "
-          "random,torchrec --unseen-share 0.25 --quiet");
+          "random,torchrec_like --unseen-share 0.25 --quiet");
   INFO(c.err);
   CHECK(c.code == 0);
   CHECK(c.out.find("tasks from: 0.25 of each task's tables from the test half") !=

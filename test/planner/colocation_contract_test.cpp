@@ -134,7 +134,7 @@ TEST_CASE("a co-location rule that reads the table record holds under every pres
   check_colocation(embplan::lookup_greedy_planner{}, "lookup_greedy", tally);
   check_colocation(embplan::size_lookup_greedy_planner{}, "size_lookup_greedy", tally);
   check_colocation(embplan::random_search_planner{}, "random_search", tally);
-  check_colocation(embplan::torchrec_planner{}, "torchrec", tally);
+  check_colocation(embplan::torchrec_like_planner{}, "torchrec_like", tally);
   check_colocation(embplan::neuroshard_planner{}, "neuroshard", tally);
   check_colocation(embplan::neuroshard_plus_planner{}, "neuroshard_plus", tally);
   check_colocation(embplan::neuroshard_ls_planner{}, "neuroshard_ls", tally);

@@ -361,7 +361,7 @@ TEST_CASE("min_shards with separate on 4 devices: the greedy presets plan it") {
   const embplan::table_rules rules(t, c);
   const auto models = embplan_test::bundled_models();
   for (const auto name : {"lookup_greedy", "size_greedy", "neuroshard_ls", "dreamshard", "random",
-                          "torchrec", "portfolio"}) {
+                          "torchrec_like", "portfolio"}) {
     CAPTURE(name);
     const auto r = embplan::run_preset(name, t, 0, embplan::analytic_cost{}, models, rules);
     CHECK_MESSAGE(r.ok, r.failure);

@@ -63,8 +63,8 @@ TEST_CASE("min_shards: every preset places the table as at least that many piece
   CHECK(rules.min_shards(7) == 2);
   CHECK(rules.min_shards(0) == 0);
   CHECK(rules.has_min_shards());
-  for (const char* name : {"random", "lookup_greedy", "torchrec", "neuroshard", "neuroshard_plus",
-                           "neuroshard_ls", "rowwise_torchrec"}) {
+  for (const char* name : {"random", "lookup_greedy", "torchrec_like", "neuroshard",
+                           "neuroshard_plus", "neuroshard_ls", "rowwise_torchrec_like"}) {
     CAPTURE(name);
     const auto r = embplan::run_preset(name, t, 0, embplan::analytic_cost{}, {}, rules);
     REQUIRE(r.ok);

@@ -190,7 +190,7 @@ TEST_CASE("best_of gives every member the same seed and adds up their counts") {
   CHECK(r.cache_hits == 6);
 }
 
-TEST_CASE("the portfolio preset plans as the cheaper of neuroshard_ls and torchrec") {
+TEST_CASE("the portfolio preset plans as the cheaper of neuroshard_ls and torchrec_like") {
   // Plain and behind the row stage (rowwise_, with a table that fits no
   // device): each member behind its own stage, so the portfolio's plan is
   // exactly the cheaper of the two presets' plans of the full task.
@@ -207,7 +207,7 @@ TEST_CASE("the portfolio preset plans as the cheaper of neuroshard_ls and torchr
       }
       const std::string prefix = rowwise ? "rowwise_" : "";
       const auto ls = embplan::run_preset(prefix + "neuroshard_ls", t, seed);
-      const auto tr = embplan::run_preset(prefix + "torchrec", t, seed);
+      const auto tr = embplan::run_preset(prefix + "torchrec_like", t, seed);
       const auto both = embplan::run_preset(prefix + "portfolio", t, seed);
       REQUIRE(ls.ok);
       REQUIRE(tr.ok);

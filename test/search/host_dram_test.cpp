@@ -105,7 +105,7 @@ TEST_CASE("host DRAM: the exact search plans within it (its optimum: exact_test.
 
 TEST_CASE("host DRAM: local search and the TorchRec-like search stay within it") {
   CHECK(check_within(neuroshard_ls_planner{}, 4) > 0);
-  CHECK(check_within(torchrec_planner{}, 6) > 0);
+  CHECK(check_within(torchrec_like_planner{}, 6) > 0);
 }
 
 TEST_CASE("host DRAM: behind row shards the sub-task's searcher sees what they hold") {

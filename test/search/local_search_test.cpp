@@ -136,7 +136,8 @@ struct no_plan {
 }  // namespace
 
 TEST_CASE(
-    "local search without a start: the better of the improved memory-first and torchrec plans") {
+    "local search without a start: the better of the improved memory-first and torchrec_like "
+    "plans") {
   // Neither start is the better one on every task (the memory-first plan
   // improved wins some, torchrec_like's others), so both are improved and the
   // cheaper result kept: never worse than the memory-first path alone.
@@ -148,7 +149,7 @@ TEST_CASE(
     CAPTURE(seed);
     const auto t = sample_task(seed + 100, 20 + 4 * seed, seed % 2 ? 8 : 4);
     const auto both = embplan::local_search<no_plan>{}.search(t, model, rule, reward, 0);
-    const auto first_only = embplan::local_search<no_plan>{.torchrec_fallback = false}.search(
+    const auto first_only = embplan::local_search<no_plan>{.torchrec_like_fallback = false}.search(
         t, model, rule, reward, 0);
     const auto tr = embplan::torchrec_like{}.search(t, model, rule, reward, 0);
     REQUIRE(both.ok);

@@ -68,8 +68,9 @@ namespace {
 // every proposal kept, each partitioned in full by scanning all devices. The
 // reference the streaming search must match plan for plan.
 template <class Constraint, class Reward>
-embplan::search_result torchrec_reference(const embplan::task& t, const Constraint& rule,
-                                          const Reward& score, std::int32_t min_block_dim = 32) {
+embplan::search_result torchrec_like_reference(const embplan::task& t, const Constraint& rule,
+                                               const Reward& score,
+                                               std::int32_t min_block_dim = 32) {
   using embplan::search::detail::sharding_option;
   const embplan::analytic_cost model;
   const std::size_t tables = t.tables.size();
@@ -208,7 +209,7 @@ void check_same_as_reference(const embplan::task& t, const Reward& score,
                              std::int32_t min_block_dim = 32) {
   const embplan::analytic_cost model;
   const embplan::default_constraint rule;
-  const auto want = torchrec_reference(t, rule, score, min_block_dim);
+  const auto want = torchrec_like_reference(t, rule, score, min_block_dim);
   const auto got =
       embplan::torchrec_like{.min_block_dim = min_block_dim}.search(t, model, rule, score, 0);
   REQUIRE(got.ok == want.ok);
@@ -306,7 +307,7 @@ TEST_CASE("torchrec_like: devices parked by their room change no plan") {
     const embplan::neg_max_cost_reward score;
     const auto a = embplan::torchrec_like{}.search(t, model, with_room, score, 0);
     const auto b = embplan::torchrec_like{}.search(t, model, without, score, 0);
-    const auto want = torchrec_reference(t, embplan::default_constraint{}, score);
+    const auto want = torchrec_like_reference(t, embplan::default_constraint{}, score);
     REQUIRE(a.ok == b.ok);
     REQUIRE(a.ok == want.ok);
     CHECK(a.failure == b.failure);

@@ -149,7 +149,7 @@ void check_steered(const Searcher& s, const embplan::task& t, const Reward& rewa
 }
 
 // Where the candidates do not depend on the reward (the grid's plans, the
-// random samples, TorchRec's proposals), the plan under `reward` never scores
+// random samples, torchrec_like's proposals), the plan under `reward` never scores
 // below the one under neg_max_cost; `changed` counts the tasks where it
 // scores higher.
 template <class Searcher, class Reward, class Score>

@@ -256,7 +256,8 @@ embplan::stage::data_parallel_options on() {
 
 TEST_CASE("planners replicate the tables that are cheaper data-parallel, and plan the rest") {
   const auto t = tiny_tables_task();
-  for (const char* name : {"torchrec", "lookup_greedy", "neuroshard_plus", "rowwise_torchrec"}) {
+  for (const char* name :
+       {"torchrec_like", "lookup_greedy", "neuroshard_plus", "rowwise_torchrec_like"}) {
     CAPTURE(name);
     const auto plain = embplan::run_preset(name, t);
     const auto dp = embplan::run_preset(name, t, 0, embplan::analytic_cost{}, {}, {}, on());
@@ -279,10 +280,10 @@ TEST_CASE("planners replicate the tables that are cheaper data-parallel, and pla
 TEST_CASE(
     "no copies where they do not pay, where the memory budget is zero, or where rules forbid") {
   auto t = tiny_tables_task();
-  const embplan::torchrec_planner base;
+  const embplan::torchrec_like_planner base;
   const auto run = [&](const embplan::task& task, embplan::stage::data_parallel_options o,
                        const embplan::table_rules& rules = {}) {
-    using wrapped = embplan::rowwise_planner_of<embplan::torchrec_planner>;
+    using wrapped = embplan::rowwise_planner_of<embplan::torchrec_like_planner>;
     const wrapped p({}, {.inner = {}, .settings = {.data_parallel = o}},
                     {embplan::memory_capacity{}, embplan::dim_multiple{}, rules}, {});
     return p(task, 0);
@@ -315,11 +316,12 @@ TEST_CASE("a table the user allows only data_parallel is replicated whatever it 
   auto t = tiny_tables_task();
   const embplan::table_rules rules(
       t, {.tables = {{.table = 9, .sharding = {embplan::sharding_kind::data_parallel}}}});
-  const auto r = embplan::run_preset("torchrec", t, 0, embplan::analytic_cost{}, {}, rules, on());
+  const auto r =
+      embplan::run_preset("torchrec_like", t, 0, embplan::analytic_cost{}, {}, rules, on());
   REQUIRE(r.ok);
   CHECK(copies_of(r.placement, 9) == 4);
   CHECK(embplan::plan_problems(t, r.placement).empty());
   // Without the stage, no searcher can place it.
-  const auto off = embplan::run_preset("torchrec", t, 0, embplan::analytic_cost{}, {}, rules);
+  const auto off = embplan::run_preset("torchrec_like", t, 0, embplan::analytic_cost{}, {}, rules);
   CHECK_FALSE(off.ok);
 }

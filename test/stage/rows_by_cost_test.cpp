@@ -117,7 +117,7 @@ TEST_CASE("rows_by_cost never gives a plan the reward scores lower than the stag
     CAPTURE(seed);
     const auto t =
         hot_narrow_task(seed, seed % 2 == 0 ? 4 : 8, 40.0 + 60.0 * static_cast<double>(seed));
-    const embplan::torchrec_planner p;  // a baseline whose plans the estimate does not know
+    const embplan::torchrec_like_planner p;  // a baseline whose plans the estimate does not know
     const auto without = rows_staged(p, false)(t, 3);
     const auto with = rows_staged(p, true)(t, 3);
     REQUIRE(without.ok);

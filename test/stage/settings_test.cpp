@@ -97,7 +97,7 @@ TEST_CASE("behind_stage and rowwise_planner_of carry the settings") {
 
 TEST_CASE("run_preset: a rowwise_ name is the name with split_rows") {
   const auto t = one_oversized_task();
-  for (const std::string_view name : {"random", "lookup_greedy", "torchrec", "portfolio"}) {
+  for (const std::string_view name : {"random", "lookup_greedy", "torchrec_like", "portfolio"}) {
     CAPTURE(name);
     const std::string rowwise = std::string(embplan::presets::rowwise_prefix) + std::string(name);
     const auto plain = embplan::run_preset(name, t, 3);
@@ -123,9 +123,9 @@ TEST_CASE("run_preset: a rowwise_ name is the name with split_rows") {
 TEST_CASE("preset_names: the registry's 13 names, in order, each run by run_preset") {
   // Spelled on purpose: the order is what the CLI lists and the docs name.
   constexpr std::array<std::string_view, 13> expected{
-      "random",        "size_greedy", "dim_greedy", "lookup_greedy",   "size_lookup_greedy",
-      "random_search", "torchrec",    "neuroshard", "neuroshard_plus", "neuroshard_ls",
-      "dreamshard",    "autoshard",   "portfolio"};
+      "random",        "size_greedy",   "dim_greedy", "lookup_greedy",   "size_lookup_greedy",
+      "random_search", "torchrec_like", "neuroshard", "neuroshard_plus", "neuroshard_ls",
+      "dreamshard",    "autoshard",     "portfolio"};
   static_assert(embplan::preset_names().size() == expected.size());
   const auto names = embplan::preset_names();
   for (std::size_t i = 0; i < expected.size(); ++i)

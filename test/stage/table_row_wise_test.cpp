@@ -221,7 +221,7 @@ embplan::task oversized_task(double intra_gbps, double inter_gbps) {
 }
 
 embplan::plan_result plan_with(const embplan::task& t, embplan::stage::row_layout layout) {
-  using base = embplan::torchrec_planner;
+  using base = embplan::torchrec_like_planner;
   using wrapped = embplan::rowwise_planner_of<base>;
   const base b;
   const wrapped p(b.cost(),

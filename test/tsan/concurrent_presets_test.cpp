@@ -85,6 +85,8 @@ std::vector<preset_case> shared_presets(const bundled_models& m) {
       add_with_rowwise(out, name, embplan::random_search_planner{}, checked);
     } else if (name == "torchrec") {
       add_with_rowwise(out, name, embplan::torchrec_planner{}, checked);
+    } else if (name == "torchrec_like") {
+      add_with_rowwise(out, name, embplan::torchrec_like_planner{}, checked);
     } else if (name == "portfolio") {
       add_with_rowwise(out, name, embplan::portfolio_planner{}, checked);
     } else if (name == "neuroshard" || name == "neuroshard_plus" || name == "neuroshard_ls") {

@@ -97,6 +97,23 @@ bool all_to_all_is_analytic(const M& m, const task& t) noexcept {
   }
 }
 
+// Optional too: a model whose compute() already holds a plan's collectives
+// besides the all-to-all -- the data-parallel tables' gradient all-reduce and
+// the table-row-wise reduce inside a host -- says so with a method
+//   bool prices_collectives(const task&) const noexcept;
+// (torchrec_cost: TorchRec's perf of a shard holds them). evaluate() then adds
+// neither (cost/evaluate.hpp).
+template <class M>
+bool prices_collectives(const M& m, const task& t) noexcept {
+  if constexpr (requires {
+                  { m.prices_collectives(t) } -> std::convertible_to<bool>;
+                }) {
+    return static_cast<bool>(m.prices_collectives(t));
+  } else {
+    return false;
+  }
+}
+
 // A further refinement: the halves of several plans in one call, where that
 // is cheaper than one call each (a learned model's networks then read their
 // weights once for several rows: cost/neural_comm.hpp).

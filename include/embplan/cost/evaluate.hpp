@@ -48,8 +48,13 @@ plan_cost evaluate(const task& t, const plan& p, const CostModel& model) {
 
   // Table-row-wise ranges send fewer columns, after a reduce-scatter inside
   // their host (cost/collectives.hpp).
+  // A model that prices them itself (prices_collectives) gets neither.
+  const bool own_collectives = prices_collectives(model, t);
   std::vector<double> reduce_ms(devices, 0.0);
-  table_row_wise_traffic(t, p, std::span<std::int64_t>(out.dim_sum), std::span<double>(reduce_ms));
+  if (!own_collectives) {
+    table_row_wise_traffic(t, p, std::span<std::int64_t>(out.dim_sum),
+                           std::span<double>(reduce_ms));
+  }
 
   std::vector<double> start_ms(devices, 0.0);
   std::vector<comm_cost> comm(devices);
@@ -60,7 +65,7 @@ plan_cost evaluate(const task& t, const plan& p, const CostModel& model) {
   }
   model.communication(t, std::span<const std::int64_t>(out.dim_sum),
                       std::span<const double>(start_ms), std::span<comm_cost>(comm));
-  const double all_reduce = data_parallel_all_reduce_ms(t, p);
+  const double all_reduce = own_collectives ? 0.0 : data_parallel_all_reduce_ms(t, p);
   for (std::size_t d = 0; d < devices; ++d) {
     out.devices[d].bwd_comm_ms = comm[d].bwd_ms + reduce_ms[d] + all_reduce;
     start_ms[d] = out.devices[d].fwd_compute_ms + out.devices[d].bwd_compute_ms + comm[d].bwd_ms +

@@ -16,7 +16,7 @@
 // Invariants: the result never scores below the starting plan; device costs
 // come from a per-call cache or the model's fold, as in the beam. Where the
 // start finds no plan, a memory-first plan (memory_first_plan) is the start;
-// with torchrec_fallback (the default) torchrec_like's plan is improved too
+// with torchrec_like_fallback (the default) torchrec_like's plan is improved too
 // and the one the reward scores higher is the result (memory-first's on a
 // tie). A round is O(p B p_b D) (p pieces on the bottleneck devices, B
 // destinations, p_b pieces on b), O(p B p_b) where the bounds set the
@@ -821,7 +821,7 @@ struct local_search {
   std::int32_t destinations = 8;
   // Where the start finds no plan, also try torchrec_like's as the start
   // (docs/design/local-search.md).
-  bool torchrec_fallback = true;
+  bool torchrec_like_fallback = true;
 
   // Compares complete plans by reward.score, whatever the start searcher does.
   static constexpr bool uses_reward = true;
@@ -847,7 +847,7 @@ struct local_search {
     }
     auto fallback = search::detail::memory_first_plan(t, model, rule);
     search_result other;
-    if (torchrec_fallback) other = torchrec_like{}.search(t, model, rule, score, seed);
+    if (torchrec_like_fallback) other = torchrec_like{}.search(t, model, rule, score, seed);
     if (!fallback.ok && !other.ok) {
       fallback.evaluations += out.evaluations + other.evaluations;
       fallback.cache_lookups = out.cache_lookups;

@@ -1,7 +1,9 @@
 #pragma once
-// torchrec_like: a TorchRec-style planner (NeuroShard App. E.3: "TorchRec ...
-// we allow TorchRec to search for both column-wise and table-wise sharding
-// plans"), written from TorchRec's EmbeddingShardingPlanner design
+// torchrec_like (preset torchrec_like, torchrec_like_planner): a TorchRec-style
+// greedy after NeuroShard's appendix E.3 (table- and column-wise, perf-ordered
+// partitioner); not TorchRec's planner. NeuroShard App. E.3: "TorchRec ... we
+// allow TorchRec to search for both column-wise and table-wise sharding
+// plans"; written from TorchRec's EmbeddingShardingPlanner design
 // (enumerator -> proposers -> partitioner -> perf rating); its perf estimate
 // here is the cost model's shard_cost (on device 0):
 //  - enumerator: per table a table-wise option and, where the dim splits, one

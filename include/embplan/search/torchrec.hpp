@@ -1,0 +1,111 @@
+#pragma once
+// torchrec_search: TorchRec v0.3.2's EmbeddingShardingPlanner as a Searcher
+// (torchrec/planner.hpp runs it; docs/torchrec.md says how the task becomes
+// TorchRec's inputs and how the port is checked plan for plan against
+// TorchRec itself). The plan is TorchRec's own: its perf and storage
+// estimators, its reservation, proposers and partitioner decide it; the cost
+// model and the reward are not read (uses_reward = false), and the
+// constraint is the planner's check afterwards: TorchRec knows nothing of
+// embplan's table rules, so a plan that breaks one leaves the planner as a
+// failure naming the rule, never as a plan.
+// TorchRec's ParameterSharding in embplan's shards:
+//  - data_parallel: a whole copy on every device (shard::data_parallel);
+//  - table_wise: the table on its rank;
+//  - column_wise, table_column_wise: the column blocks on their ranks;
+//  - row_wise, table_row_wise: the row blocks on their ranks (an empty block,
+//    which TorchRec gives the last ranks of a table of few rows, is no shard).
+// By default each table is offered only the kernel of its tier (hbm: fused,
+// or dense for data_parallel; uvm_caching: fused_uvm_caching; host:
+// fused_uvm): the task fixes where a table lives, as a ParameterConstraints
+// compute_kernels would. With options.all_kernels, TorchRec may pick another
+// tier; a plan that does fails, naming the table, since a plan cannot move a
+// table between tiers (torchrec::plan returns it whole).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "embplan/concepts/constraint.hpp"
+#include "embplan/concepts/cost_model.hpp"
+#include "embplan/concepts/reward.hpp"
+#include "embplan/concepts/searcher.hpp"
+#include "embplan/core/plan.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/torchrec/planner.hpp"
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI {
+
+namespace search::detail {
+
+// The tier a TorchRec compute kernel keeps a table in.
+constexpr memory_tier tier_of(torchrec::compute_kernel k) noexcept {
+  switch (k) {
+    case torchrec::compute_kernel::dense:
+    case torchrec::compute_kernel::fused:
+      return memory_tier::hbm;
+    case torchrec::compute_kernel::fused_uvm_caching:
+      return memory_tier::uvm_caching;
+    case torchrec::compute_kernel::fused_uvm:
+      return memory_tier::host;
+  }
+  return memory_tier::hbm;
+}
+
+}  // namespace search::detail
+
+// TorchRec's plan as embplan's shards (see the header comment), or the
+// failure naming the first table whose kernel puts it in another tier than
+// the task's.
+inline search_result to_search_result(const task& t, const torchrec::planner_result& r) {
+  search_result out;
+  out.evaluations = r.proposals;
+  if (!r.ok) {
+    out.failure = r.message;
+    return out;
+  }
+  for (std::size_t i = 0; i < r.tables.size(); ++i) {
+    const auto& table = r.tables[i];
+    const auto tier = search::detail::tier_of(table.kernel);
+    if (tier != t.tables[i].placement.tier) {
+      out.failure = "TorchRec's planner put table " + std::to_string(i) + " ('" + t.tables[i].name +
+                    "') in compute kernel " + std::string(torchrec::to_string(table.kernel)) +
+                    " (tier " + std::string(to_string(tier)) + "), but the task keeps it in tier " +
+                    std::string(to_string(t.tables[i].placement.tier)) +
+                    ": give the table that placement, or plan without all_kernels";
+      out.placement = {};
+      return out;
+    }
+    for (const auto& s : table.shards) {
+      if (s.block.rows == 0 || s.block.cols == 0) continue;
+      shard piece;
+      piece.table = static_cast<std::uint32_t>(i);
+      piece.device = static_cast<std::uint32_t>(s.rank);
+      piece.col_begin = static_cast<std::int32_t>(s.block.col_offset);
+      piece.col_end = static_cast<std::int32_t>(s.block.col_offset + s.block.cols);
+      piece.row_begin = s.block.row_offset;
+      piece.row_end = s.block.row_offset + s.block.rows;
+      piece.data_parallel = table.type == torchrec::sharding_type::data_parallel;
+      out.placement.shards.push_back(piece);
+    }
+  }
+  out.ok = true;
+  return out;
+}
+
+struct torchrec_search {
+  torchrec::planner_options options{};
+
+  static constexpr bool uses_reward = false;  // TorchRec's own perf rating decides
+
+  std::string_view name() const noexcept { return "torchrec"; }
+
+  template <cost_model CostModel, constraint Constraint, reward Reward>
+  search_result search(const task& t, const CostModel&, const Constraint&, const Reward&,
+                       std::uint64_t) const {
+    return to_search_result(t, torchrec::plan(t, options));
+  }
+};
+static_assert(searcher<torchrec_search>);
+
+}  // namespace embplan::inline EMBPLAN_ABI

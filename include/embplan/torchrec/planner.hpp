@@ -1,0 +1,720 @@
+#pragma once
+// TorchRec v0.3.2's EmbeddingShardingPlanner (torchrec/distributed/planner/
+// planners.py, EmbeddingShardingPlanner.plan) on embplan's task, piece by
+// piece:
+//  - inputs_of: the task as TorchRec's inputs (docs/torchrec.md, "From a task
+//    to TorchRec's inputs"): one EmbeddingBagConfig per table, its
+//    pooling factor as ParameterConstraints.pooling_factors, the devices as a
+//    Topology, the global batch as the per-rank batch;
+//  - enumerate_options: enumerators.py, EmbeddingEnumerator.enumerate (every
+//    sharding type and compute kernel the sharder offers, in its order, with
+//    _filter_compute_kernels' dense rule) and both estimators (estimators.hpp);
+//  - reserve: storage_reservations.py, HeuristicalStorageReservation.reserve
+//    (15 % of HBM, the dense parameters -- none in a module of embedding bags
+//    only -- and 20 x the KJT input);
+//  - the proposers: proposers.py, GridSearchProposer (where the product of the
+//    option counts is at most max_proposals), GreedyProposer(use_depth=True),
+//    GreedyProposer(use_depth=False), UniformProposer, in planners.py's
+//    order; their feedback ignores the ratings (no threshold), so each
+//    proposer's sequence is fixed and is generated here directly;
+//  - partition: partitioners.py, GreedyPerfPartitioner.partition (uniform
+//    options first, then the others by storage, largest first, each shard on
+//    the fitting device of least perf; host-wise options on the host of least
+//    perf that holds them);
+//  - rating: perf_models.py, NoopPerfModel.rate (the largest per-rank sum of
+//    shard perfs); the first proposal with the least rating is the plan, a
+//    proposal seen before (planners.py's proposal_cache) is not partitioned
+//    again.
+// Deterministic: no randomness, no hash-ordered iteration.
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "embplan/core/error.hpp"
+#include "embplan/core/task.hpp"
+#include "embplan/torchrec/estimators.hpp"
+#include "embplan/torchrec/types.hpp"
+#include "embplan/version.hpp"
+
+namespace embplan::inline EMBPLAN_ABI::torchrec {
+
+// One sharding option of one table, with its shards' estimates.
+struct sharding_option {
+  std::uint32_t table = 0;
+  sharding_type type = sharding_type::table_wise;
+  compute_kernel kernel = compute_kernel::fused;
+  std::vector<shard_block> shards{};
+  std::vector<double> perf{};       // per shard
+  std::vector<storage> storages{};  // per shard
+
+  // ShardingOption.total_storage.
+  storage total_storage() const noexcept {
+    storage s;
+    for (const auto& x : storages)
+      s += x;
+    return s;
+  }
+  // proposers.py, _sharding_option_score: the largest shard perf (use_depth)
+  // or their sum (Python's sum from 0, in shard order).
+  double score(bool use_depth) const noexcept {
+    if (use_depth) return *std::max_element(perf.begin(), perf.end());
+    double sum = 0;
+    for (const double p : perf)
+      sum += p;
+    return sum;
+  }
+};
+
+// The task as TorchRec's inputs.
+struct planner_inputs {
+  cluster_inputs cluster{};
+  std::vector<std::string> names{};  // the tables' names, for messages
+  std::vector<table_inputs> tables{};
+  std::vector<std::vector<compute_kernel>> kernels{};  // offered per table; empty: all
+  std::vector<storage> capacity{};                     // per device, before the reservation
+};
+
+// A placed shard of the plan.
+struct placed_shard {
+  shard_block block{};
+  std::int64_t rank = 0;
+  double perf = 0.0;
+  storage bytes{};
+
+  friend bool operator==(const placed_shard&, const placed_shard&) = default;
+};
+
+// One table's ParameterSharding.
+struct table_sharding {
+  sharding_type type = sharding_type::table_wise;
+  compute_kernel kernel = compute_kernel::fused;
+  std::vector<placed_shard> shards{};
+};
+
+// Why no plan (PlannerErrorType): the proposals' least storage exceeds the
+// reserved capacity of all devices together, or not.
+enum class failure_kind : std::uint8_t { none, insufficient_storage, strict_constraints };
+
+constexpr std::string_view to_string(failure_kind k) noexcept {
+  switch (k) {
+    case failure_kind::none:
+      return "none";
+    case failure_kind::insufficient_storage:
+      return "insufficient_storage";
+    case failure_kind::strict_constraints:
+      return "strict_constraints";
+  }
+  return "none";
+}
+
+// What EmbeddingShardingPlanner.plan returns, and what it counted.
+struct planner_result {
+  bool ok = false;
+  std::vector<table_sharding> tables{};  // by table index, when ok
+  double rating = 0.0;                   // NoopPerfModel.rate of the plan (ms)
+  std::vector<storage> reserved{};       // per device, after the reservation
+  std::uint64_t proposals = 0;           // _num_proposals: distinct proposals partitioned
+  std::uint64_t plans = 0;               // _num_plans: those that partitioned
+  failure_kind failure = failure_kind::none;
+  std::string message{};     // when !ok
+  storage lowest_storage{};  // when !ok: the least storage of a proposal
+};
+
+namespace detail {
+
+inline std::int64_t element_size_of(const table_spec& t, std::size_t index) {
+  switch (t.weight_dtype) {
+    case dtype::fp32:
+      return 4;
+    case dtype::fp16:
+      return 2;
+    case dtype::int8:
+      break;
+  }
+  fail("tables[" + std::to_string(index) + "].dtype", to_string(t.weight_dtype),
+       "fp32 or fp16 for TorchRec's training planner (an EmbeddingBagCollection has no int8 "
+       "weights)");
+}
+
+inline std::int64_t as_bytes(std::uint64_t b, std::string_view field) {
+  if (b > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    fail(field, b, "below 2^63 bytes");
+  }
+  return static_cast<std::int64_t>(b);
+}
+
+}  // namespace detail
+
+// The kernels that keep a table in `tier`: fused (and dense, for
+// data_parallel) in hbm, fused_uvm_caching in uvm_caching, fused_uvm in host.
+inline std::vector<compute_kernel> tier_kernels(memory_tier tier) {
+  switch (tier) {
+    case memory_tier::hbm:
+      break;
+    case memory_tier::uvm_caching:
+      return {compute_kernel::fused_uvm_caching};
+    case memory_tier::host:
+      return {compute_kernel::fused_uvm};
+  }
+  return {compute_kernel::dense, compute_kernel::fused};
+}
+
+// The task as TorchRec's inputs under `o` (see the header comment).
+inline planner_inputs inputs_of(const task& t, const planner_options& o = {}) {
+  validate(t);
+  o.validate();
+  planner_inputs in;
+  const auto devices = static_cast<std::int64_t>(t.cluster.size());
+  in.cluster.world_size = devices;
+  in.cluster.local_world_size = std::min<std::int64_t>(t.cluster.devices_per_host, devices);
+  in.cluster.batch_size =
+      o.batch_size > 0 ? o.batch_size : std::max<std::int64_t>(1, t.batch_size / devices);
+  in.cluster.intra_host_bw = o.intra_host_bw;
+  in.cluster.inter_host_bw = o.inter_host_bw;
+  for (std::size_t d = 0; d < t.cluster.size(); ++d) {
+    const auto& dev = t.cluster.devices[d];
+    const auto at = "cluster.devices[" + std::to_string(d) + "]";
+    const std::int64_t ddr = o.ddr_cap > 0 ? o.ddr_cap
+                             : dev.dram_bytes > 0
+                                 ? detail::as_bytes(dev.dram_bytes, at + ".dram_bytes")
+                                 : constants::ddr_cap;
+    in.capacity.push_back({detail::as_bytes(dev.memory_bytes, at + ".memory_bytes"), ddr});
+  }
+  in.tables.reserve(t.tables.size());
+  in.kernels.reserve(t.tables.size());
+  for (std::size_t i = 0; i < t.tables.size(); ++i) {
+    const auto& spec = t.tables[i];
+    table_inputs x;
+    x.rows = spec.rows;
+    x.cols = spec.dim;
+    x.pooling_factor = spec.pooling_factor;
+    x.element_size = detail::element_size_of(spec, i);
+    x.optimizer_state = t.optimizer_state;
+    x.caching_ratio = o.caching_ratio > 0.0 ? o.caching_ratio
+                      : spec.placement.tier == memory_tier::uvm_caching
+                          ? spec.placement.load_factor
+                          : constants::uvm_caching_ratio;
+    x.min_partition = o.min_partition;
+    in.tables.push_back(x);
+    in.names.push_back(spec.name);
+    if (o.all_kernels) {
+      in.kernels.emplace_back();
+    } else if (!o.kernels.empty()) {
+      in.kernels.push_back(o.kernels);
+    } else {
+      in.kernels.push_back(tier_kernels(spec.placement.tier));
+    }
+  }
+  return in;
+}
+
+// EmbeddingEnumerator.enumerate: per table (in the task's order), per offered
+// sharding type and kernel (in the sharder's order), one option with its
+// shards' perf and storage. A table with no option fails naming it.
+inline std::vector<std::vector<sharding_option>> enumerate_options(
+    const planner_inputs& in, const std::vector<sharding_type>& types = {}) {
+  std::vector<std::vector<sharding_option>> out(in.tables.size());
+  for (std::size_t i = 0; i < in.tables.size(); ++i) {
+    const auto& table = in.tables[i];
+    for (const auto type : all_sharding_types) {
+      if (!types.empty() && std::find(types.begin(), types.end(), type) == types.end()) continue;
+      std::vector<compute_kernel> kernels = sharder_kernels(type);
+      const auto& offered = in.kernels[i];
+      if (!offered.empty()) {
+        std::erase_if(kernels, [&](compute_kernel k) {
+          return std::find(offered.begin(), offered.end(), k) == offered.end();
+        });
+      }
+      // _filter_compute_kernels: dense goes where fused is offered too.
+      if (std::find(kernels.begin(), kernels.end(), compute_kernel::fused) != kernels.end()) {
+        std::erase(kernels, compute_kernel::dense);
+      }
+      for (const auto kernel : kernels) {
+        sharding_option o;
+        o.table = static_cast<std::uint32_t>(i);
+        o.type = type;
+        o.kernel = kernel;
+        o.shards = shard_layout(type, table, in.cluster);
+        o.perf = shard_perfs(type, kernel, o.shards, table, in.cluster);
+        o.storages = shard_storages(type, kernel, o.shards, table, in.cluster);
+        out[i].push_back(std::move(o));
+      }
+    }
+    if (out[i].empty()) {
+      detail::fail("tables[" + std::to_string(i) + "]", "(no sharding option)",
+                   "at least one sharding type and compute kernel the options offer for the table "
+                   "(TorchRec: \"No available sharding type and compute kernel combination\")");
+    }
+  }
+  return out;
+}
+
+// HeuristicalStorageReservation(percentage).reserve for a module of embedding
+// bags only: each device's hbm to int((1 - percentage) x hbm), less
+// ceil(batch x sum(pooling factors) x 8) x 20 for the KJT input.
+inline std::vector<storage> reserve(const planner_inputs& in, double percentage) {
+  double lengths = 0;
+  for (const auto& t : in.tables)
+    lengths += t.pooling_factor;
+  const std::int64_t kjt = detail::py_ceil(static_cast<double>(in.cluster.batch_size) * lengths *
+                                           static_cast<double>(constants::bigint_dtype)) *
+                           constants::kjt_multiplier;
+  std::vector<storage> out = in.capacity;
+  for (auto& d : out) {
+    d.hbm = static_cast<std::int64_t>((1 - percentage) * static_cast<double>(d.hbm));
+    d.hbm -= kjt;
+  }
+  return out;
+}
+
+namespace detail {
+
+struct device_state {
+  storage room{};
+  double perf = 0;
+};
+
+// GreedyPerfPartitioner over one proposal (an option per table). `ranks`
+// receives each option's shards' ranks (by table). False where a shard fits
+// nowhere (PlannerError).
+class partitioner {
+ public:
+  partitioner(const std::vector<std::vector<sharding_option>>& options,
+              const std::vector<storage>& reserved, std::int64_t local_world_size)
+      : options_(options), reserved_(reserved), local_(local_world_size) {}
+
+  bool partition(const std::vector<std::uint32_t>& choice,
+                 std::vector<std::vector<std::int64_t>>& ranks) {
+    devices_.assign(reserved_.size(), device_state{});
+    for (std::size_t d = 0; d < reserved_.size(); ++d)
+      devices_[d].room = reserved_[d];
+    ranks.resize(choice.size());
+    // _uniform_partition of the uniform options, in the proposal's order.
+    for (std::size_t i = 0; i < choice.size(); ++i) {
+      const auto& o = options_[i][choice[i]];
+      if (partition_of(o.type) != partition_by::uniform) continue;
+      if (!uniform(o, devices_, 0, ranks[i])) return false;
+    }
+    // The other options by total storage, largest first (a stable sort: ties
+    // keep the proposal's order).
+    order_.clear();
+    for (std::size_t i = 0; i < choice.size(); ++i) {
+      const auto& o = options_[i][choice[i]];
+      if (partition_of(o.type) != partition_by::uniform) {
+        order_.emplace_back(o.total_storage(), static_cast<std::uint32_t>(i));
+      }
+    }
+    std::stable_sort(order_.begin(), order_.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (const auto& [total, i] : order_) {
+      const auto& o = options_[i][choice[i]];
+      const bool placed = partition_of(o.type) == partition_by::host
+                              ? cohost(o, total, ranks[i])
+                              : device(o, devices_, 0, ranks[i]);
+      if (!placed) return false;
+    }
+    return true;
+  }
+
+ private:
+  // _uniform_partition on devices[first, first + shards).
+  static bool uniform(const sharding_option& o, std::vector<device_state>& devices,
+                      std::size_t first, std::vector<std::int64_t>& ranks) {
+    ranks.assign(o.shards.size(), 0);
+    for (std::size_t s = 0; s < o.shards.size(); ++s) {
+      auto& d = devices[first + s];
+      if (!o.storages[s].fits_in(d.room)) return false;
+      ranks[s] = static_cast<std::int64_t>(first + s);
+      d.room -= o.storages[s];
+      d.perf += o.perf[s];
+    }
+    return true;
+  }
+
+  // _device_partition on devices[first, end): each shard on the device of
+  // least perf it fits (sorted() is stable: ties go to the lower rank).
+  static bool device(const sharding_option& o, std::vector<device_state>& devices,
+                     std::size_t first, std::vector<std::int64_t>& ranks) {
+    ranks.assign(o.shards.size(), 0);
+    for (std::size_t s = 0; s < o.shards.size(); ++s) {
+      std::size_t best = devices.size();
+      for (std::size_t d = first; d < devices.size(); ++d) {
+        if (!o.storages[s].fits_in(devices[d].room)) continue;
+        if (best == devices.size() || devices[d].perf < devices[best].perf) best = d;
+      }
+      if (best == devices.size()) return false;
+      ranks[s] = static_cast<std::int64_t>(best);
+      devices[best].room -= o.storages[s];
+      devices[best].perf += o.perf[s];
+    }
+    return true;
+  }
+
+  // _cohost_partition: hosts by their devices' perf sum (stable), the first
+  // whose room holds the option's total and on which it partitions.
+  bool cohost(const sharding_option& o, const storage& total, std::vector<std::int64_t>& ranks) {
+    const auto hosts =
+        static_cast<std::size_t>(static_cast<std::int64_t>(devices_.size()) / local_);
+    const auto per = static_cast<std::size_t>(local_);
+    hosts_.clear();
+    for (std::size_t h = 0; h < hosts; ++h) {
+      double perf = 0;
+      for (std::size_t d = h * per; d < (h + 1) * per; ++d)
+        perf += devices_[d].perf;
+      hosts_.emplace_back(perf, h);
+    }
+    std::stable_sort(hosts_.begin(), hosts_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [perf, h] : hosts_) {
+      storage room;
+      for (std::size_t d = h * per; d < (h + 1) * per; ++d)
+        room += devices_[d].room;
+      if (!total.fits_in(room)) continue;
+      host_copy_.assign(devices_.begin() + static_cast<std::ptrdiff_t>(h * per),
+                        devices_.begin() + static_cast<std::ptrdiff_t>((h + 1) * per));
+      const bool ok = o.type == sharding_type::table_row_wise ? uniform(o, host_copy_, 0, ranks)
+                                                              : device(o, host_copy_, 0, ranks);
+      if (!ok) continue;
+      for (auto& r : ranks)
+        r += static_cast<std::int64_t>(h * per);
+      std::copy(host_copy_.begin(), host_copy_.end(),
+                devices_.begin() + static_cast<std::ptrdiff_t>(h * per));
+      return true;
+    }
+    return false;
+  }
+
+  const std::vector<std::vector<sharding_option>>& options_;
+  const std::vector<storage>& reserved_;
+  std::int64_t local_;
+  std::vector<device_state> devices_{};
+  std::vector<std::pair<storage, std::uint32_t>> order_{};
+  std::vector<std::pair<double, std::size_t>> hosts_{};
+  std::vector<device_state> host_copy_{};
+};
+
+// NoopPerfModel.rate: per rank, the shards' perfs summed in the proposal's
+// order; the largest sum.
+inline double rate(const std::vector<std::vector<sharding_option>>& options,
+                   const std::vector<std::uint32_t>& choice,
+                   const std::vector<std::vector<std::int64_t>>& ranks, std::size_t devices,
+                   std::vector<double>& perfs) {
+  perfs.assign(devices, 0.0);
+  for (std::size_t i = 0; i < choice.size(); ++i) {
+    const auto& o = options[i][choice[i]];
+    for (std::size_t s = 0; s < o.shards.size(); ++s)
+      perfs[static_cast<std::size_t>(ranks[i][s])] += o.perf[s];
+  }
+  return *std::max_element(perfs.begin(), perfs.end());
+}
+
+// A proposal's identity for planners.py's proposal_cache: two 64-bit mixes of
+// its option indices (a proposal is one option per table, in table order).
+struct proposal_key {
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+  friend bool operator==(const proposal_key&, const proposal_key&) = default;
+};
+struct proposal_key_hash {
+  std::size_t operator()(const proposal_key& k) const noexcept {
+    return static_cast<std::size_t>(k.a ^ (k.b * 0x9E3779B97F4A7C15ull));
+  }
+};
+inline std::uint64_t mix64(std::uint64_t x) noexcept {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x;
+}
+inline proposal_key key_of(const std::vector<std::uint32_t>& choice) noexcept {
+  proposal_key k{0x243F6A8885A308D3ull, 0x13198A2E03707344ull};
+  for (const auto c : choice) {
+    k.a = mix64(k.a ^ (c + 0x9E3779B97F4A7C15ull));
+    k.b = mix64(k.b + c * 0xD6E8FEB86659FD93ull + 1);
+  }
+  return k;
+}
+
+// Each table's option indices sorted by _sharding_option_score (a stable
+// sort: ties keep the enumeration's order).
+inline std::vector<std::vector<std::uint32_t>> sorted_options(
+    const std::vector<std::vector<sharding_option>>& options, bool use_depth) {
+  std::vector<std::vector<std::uint32_t>> out(options.size());
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    std::vector<std::pair<double, std::uint32_t>> keyed;
+    for (std::uint32_t k = 0; k < options[i].size(); ++k)
+      keyed.emplace_back(options[i][k].score(use_depth), k);
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (const auto& [score, k] : keyed)
+      out[i].push_back(k);
+  }
+  return out;
+}
+
+// "; table 'x' (index i) fits no device ..." for the first table none of
+// whose options has every shard fitting some device's reserved storage; ""
+// where each table alone has one.
+inline std::string unplaceable_table(const planner_inputs& in,
+                                     const std::vector<std::vector<sharding_option>>& options,
+                                     const std::vector<storage>& reserved) {
+  const auto fits_somewhere = [&](const storage& s) {
+    return std::any_of(reserved.begin(), reserved.end(),
+                       [&](const storage& d) { return s.fits_in(d); });
+  };
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    bool placeable = false;
+    storage least{std::numeric_limits<std::int64_t>::max(),
+                  std::numeric_limits<std::int64_t>::max()};
+    for (const auto& o : options[i]) {
+      placeable = placeable || std::all_of(o.storages.begin(), o.storages.end(), fits_somewhere);
+      for (const auto& s : o.storages)
+        if (s.hbm > 0 || s.ddr > 0) least = std::min(least, s);
+    }
+    if (placeable) continue;
+    storage roomiest = reserved.front();
+    for (const auto& d : reserved)
+      roomiest = std::max(roomiest, d);
+    return "; table '" + in.names[i] + "' (index " + std::to_string(i) +
+           ") fits no device in any of its " + std::to_string(options[i].size()) +
+           " options: its least shard needs hbm " + std::to_string(least.hbm) + " B and ddr " +
+           std::to_string(least.ddr) + " B, the roomiest device has hbm " +
+           std::to_string(roomiest.hbm) + " B and ddr " + std::to_string(roomiest.ddr) +
+           " B after the reservation";
+  }
+  return "";
+}
+
+}  // namespace detail
+
+// EmbeddingShardingPlanner(topology, batch_size, constraints).plan on the
+// task's inputs (inputs_of), with the sharder offering `o.sharding_types`.
+inline planner_result plan(const planner_inputs& in, const planner_options& o = {}) {
+  o.validate();
+  planner_result out;
+  const auto options = enumerate_options(in, o.sharding_types);
+  out.reserved = reserve(in, o.reservation_percentage);
+  const std::size_t tables = options.size();
+  const std::size_t devices = in.capacity.size();
+
+  detail::partitioner partitioner(options, out.reserved, in.cluster.local_world_size);
+  std::unordered_set<detail::proposal_key, detail::proposal_key_hash> seen;
+  std::vector<std::vector<std::int64_t>> ranks;
+  std::vector<double> perfs;
+  std::vector<std::uint32_t> best;
+  double best_rating = static_cast<double>(std::numeric_limits<std::int64_t>::max());  // MAX_SIZE
+  bool any = false;
+  storage lowest{std::numeric_limits<std::int64_t>::max(),
+                 std::numeric_limits<std::int64_t>::max()};
+  const auto consider = [&](const std::vector<std::uint32_t>& choice) {
+    if (!seen.insert(detail::key_of(choice)).second) return;  // proposal_cache
+    ++out.proposals;
+    if (partitioner.partition(choice, ranks)) {
+      ++out.plans;
+      const double rating = detail::rate(options, choice, ranks, devices, perfs);
+      if (rating < best_rating) {
+        best_rating = rating;
+        best = choice;
+        any = true;
+      }
+    } else {
+      storage sum;
+      for (std::size_t i = 0; i < tables; ++i)
+        for (const auto& s : options[i][choice[i]].storages)
+          sum += s;
+      lowest = std::min(lowest, sum);
+    }
+  };
+
+  std::vector<std::uint32_t> choice(tables, 0);
+  // GridSearchProposer: every combination of the options sorted by depth,
+  // the last table's fastest (itertools.product), where there are at most
+  // max_proposals of them.
+  {
+    const auto sorted = detail::sorted_options(options, true);
+    std::uint64_t total = 1;
+    for (const auto& t : options) {
+      total = total > o.max_proposals ? total : total * t.size();
+    }
+    if (total <= o.max_proposals) {
+      std::vector<std::size_t> at(tables, 0);
+      for (;;) {
+        for (std::size_t i = 0; i < tables; ++i)
+          choice[i] = sorted[i][at[i]];
+        consider(choice);
+        bool done = true;
+        for (std::size_t i = tables; i-- > 0;) {
+          if (++at[i] < sorted[i].size()) {
+            done = false;
+            break;
+          }
+          at[i] = 0;
+        }
+        if (done) break;
+      }
+    }
+  }
+  // GreedyProposer(use_depth) then GreedyProposer(use_depth=False): each
+  // table's best option; then, one at a time, the table whose current option
+  // has the largest (max hbm, sum hbm, max ddr, sum ddr) over its shards
+  // (strictly larger than every earlier table's, and than all-zero) and a
+  // next option moves to it.
+  for (const bool use_depth : {true, false}) {
+    const auto sorted = detail::sorted_options(options, use_depth);
+    std::vector<std::size_t> at(tables, 0);
+    using key4 = std::array<std::int64_t, 4>;
+    std::vector<key4> key(tables);
+    const auto key_of = [&](std::size_t i) {
+      const auto& opt = options[i][sorted[i][at[i]]];
+      key4 k{0, 0, 0, 0};
+      for (const auto& s : opt.storages) {
+        k[0] = std::max(k[0], s.hbm);
+        k[1] += s.hbm;
+        k[2] = std::max(k[2], s.ddr);
+        k[3] += s.ddr;
+      }
+      return k;
+    };
+    for (std::size_t i = 0; i < tables; ++i)
+      key[i] = key_of(i);
+    for (;;) {
+      for (std::size_t i = 0; i < tables; ++i)
+        choice[i] = sorted[i][at[i]];
+      consider(choice);
+      std::size_t largest = tables;
+      key4 largest_key{0, 0, 0, 0};
+      for (std::size_t i = 0; i < tables; ++i) {
+        if (at[i] + 1 >= sorted[i].size()) continue;
+        if (key[i] > largest_key) {
+          largest = i;
+          largest_key = key[i];
+        }
+      }
+      if (largest == tables) break;
+      ++at[largest];
+      key[largest] = key_of(largest);
+    }
+  }
+  // UniformProposer: per sharding type (in the order the enumeration first
+  // meets them) that every table has, each table's best option of that type
+  // by depth.
+  {
+    std::vector<sharding_type> met;
+    for (const auto& t : options)
+      for (const auto& opt : t)
+        if (std::find(met.begin(), met.end(), opt.type) == met.end()) met.push_back(opt.type);
+    for (const auto type : met) {
+      bool every = true;
+      for (std::size_t i = 0; i < tables && every; ++i) {
+        double best_score = 0;
+        bool found = false;
+        for (std::uint32_t k = 0; k < options[i].size(); ++k) {
+          const auto& opt = options[i][k];
+          if (opt.type != type) continue;
+          const double score = opt.score(true);
+          if (!found || score < best_score) {
+            best_score = score;
+            choice[i] = k;
+            found = true;
+          }
+        }
+        every = found;
+      }
+      if (every) consider(choice);
+    }
+  }
+
+  if (!any) {
+    storage global;
+    for (const auto& d : out.reserved)
+      global += d;
+    out.lowest_storage = lowest;
+    out.failure = lowest.fits_in(global) ? failure_kind::strict_constraints
+                                         : failure_kind::insufficient_storage;
+    out.message =
+        out.failure == failure_kind::insufficient_storage
+            ? "TorchRec's planner: no plan, because of insufficient storage (" +
+                  std::to_string(out.proposals) +
+                  " proposals; the least storage a proposal needs, hbm " +
+                  std::to_string(lowest.hbm) + " B and ddr " + std::to_string(lowest.ddr) +
+                  " B, is more than the hbm " + std::to_string(global.hbm) + " B and ddr " +
+                  std::to_string(global.ddr) + " B left after the reservation)"
+            : "TorchRec's planner: no plan, because of the strict constraints (" +
+                  std::to_string(out.proposals) + " proposals; none partitions onto the devices)";
+    out.message += detail::unplaceable_table(in, options, out.reserved);
+    return out;
+  }
+  partitioner.partition(best, ranks);
+  out.ok = true;
+  out.rating = best_rating;
+  out.tables.resize(tables);
+  for (std::size_t i = 0; i < tables; ++i) {
+    const auto& opt = options[i][best[i]];
+    auto& t = out.tables[i];
+    t.type = opt.type;
+    t.kernel = opt.kernel;
+    for (std::size_t s = 0; s < opt.shards.size(); ++s)
+      t.shards.push_back({opt.shards[s], ranks[i][s], opt.perf[s], opt.storages[s]});
+  }
+  return out;
+}
+
+// The same on a task (inputs_of(t, o)).
+inline planner_result plan(const task& t, const planner_options& o = {}) {
+  return plan(inputs_of(t, o), o);
+}
+
+// A table moved to the tier of the compute kernel TorchRec chose for it.
+struct kernel_move {
+  std::size_t table = 0;
+  compute_kernel kernel = compute_kernel::fused;
+  tier_placement placement{};  // where it went
+};
+
+// TorchRec's default sharder (every kernel: o.all_kernels) plans `t`, and each
+// table whose kernel keeps it in another tier than the task's moves there:
+// fused and dense to hbm, fused_uvm_caching to uvm_caching with the cache's
+// share (the table's caching ratio) as the load factor, fused_uvm to host.
+// Nothing moves where TorchRec finds no plan. `fixed[i]`: table i keeps its
+// tier (a user's rule gives it one), offered its tier's kernel only. A
+// pre-pass, like stage::choose_tiers: the moved task is what every planner
+// then plans.
+inline std::vector<kernel_move> choose_kernel_tiers(task& t, planner_options o = {},
+                                                    const std::vector<bool>& fixed = {}) {
+  o.all_kernels = true;
+  auto in = inputs_of(t, o);
+  for (std::size_t i = 0; i < fixed.size() && i < t.tables.size(); ++i)
+    if (fixed[i]) in.kernels[i] = tier_kernels(t.tables[i].placement.tier);
+  const auto r = plan(in, o);
+  std::vector<kernel_move> out;
+  if (!r.ok) return out;
+  for (std::size_t i = 0; i < r.tables.size(); ++i) {
+    const auto kernel = r.tables[i].kernel;
+    tier_placement where{};
+    if (kernel == compute_kernel::fused_uvm_caching) {
+      where = {memory_tier::uvm_caching, in.tables[i].caching_ratio};
+    } else if (kernel == compute_kernel::fused_uvm) {
+      where = {memory_tier::host, 0.0};
+    }
+    auto& placement = t.tables[i].placement;
+    if (where.tier == placement.tier &&
+        (where.tier != memory_tier::uvm_caching || where.load_factor == placement.load_factor)) {
+      continue;
+    }
+    placement = where;
+    out.push_back({i, kernel, where});
+  }
+  return out;
+}
+
+}  // namespace embplan::inline EMBPLAN_ABI::torchrec
