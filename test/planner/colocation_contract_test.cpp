@@ -145,7 +145,7 @@ TEST_CASE("a co-location rule that reads the table record holds under every pres
   const auto autoshard = embplan::rl::autoshard_policy::load(
       std::string(EMBPLAN_SOURCE_DIR) + "/data/rl/autoshard_cpu_8dev.safetensors");
   check_colocation(embplan::rl::make_autoshard_planner(autoshard), "autoshard", tally);
-  // 13 presets x 2 rules x (plain, staged): an easy task, every one plans it.
+  // 14 presets x 2 rules x (plain, staged): an easy task, every one plans it.
   CHECK(tally.planned == 52);
   CHECK(tally.refused == 0);
 }
