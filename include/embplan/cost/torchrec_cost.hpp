@@ -47,24 +47,8 @@ struct torchrec_cost {
   // TorchRec's perf of one piece (ms).
   double shard_cost(const task& t, const shard& s) const {
     const auto& spec = t.tables[s.table];
-    const auto devices = static_cast<std::int64_t>(t.cluster.size());
-    torchrec::cluster_inputs c;
-    c.world_size = devices;
-    c.local_world_size = std::min<std::int64_t>(t.cluster.devices_per_host, devices);
-    c.batch_size = options.batch_size > 0 ? options.batch_size
-                                          : std::max<std::int64_t>(1, t.batch_size / devices);
-    c.intra_host_bw = options.intra_host_bw;
-    c.inter_host_bw = options.inter_host_bw;
-    torchrec::table_inputs x;
-    x.rows = spec.rows;
-    x.cols = spec.dim;
-    x.pooling_factor = spec.pooling_factor;
-    x.element_size = static_cast<std::int64_t>(dtype_bytes(spec.weight_dtype));
-    x.optimizer_state = t.optimizer_state;
-    x.caching_ratio = options.caching_ratio > 0.0 ? options.caching_ratio
-                      : spec.placement.tier == memory_tier::uvm_caching
-                          ? spec.placement.load_factor
-                          : torchrec::constants::uvm_caching_ratio;
+    const auto c = torchrec::cluster_of(t, options);
+    const auto x = torchrec::table_of(t, s.table, options);
     torchrec::sharding_type type = torchrec::sharding_type::table_wise;
     if (s.data_parallel) {
       type = torchrec::sharding_type::data_parallel;

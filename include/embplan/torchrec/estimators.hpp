@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "embplan/core/table_spec.hpp"
+#include "embplan/core/task.hpp"
 #include "embplan/torchrec/types.hpp"
 #include "embplan/version.hpp"
 
@@ -58,6 +59,41 @@ struct table_inputs {
   double caching_ratio = constants::uvm_caching_ratio;
   std::int32_t min_partition = 0;  // 0: none
 };
+
+// The task's cluster and batch as TorchRec's (docs/torchrec.md, "From a task
+// to TorchRec's inputs"): every device, local_world_size devices_per_host (at
+// most the devices), the per-rank batch the global batch / devices (at least
+// 1) unless o.batch_size, the options' bandwidths.
+inline cluster_inputs cluster_of(const task& t, const planner_options& o) {
+  cluster_inputs c;
+  const auto devices = static_cast<std::int64_t>(t.cluster.size());
+  c.world_size = devices;
+  c.local_world_size = std::min<std::int64_t>(t.cluster.devices_per_host, devices);
+  c.batch_size =
+      o.batch_size > 0 ? o.batch_size : std::max<std::int64_t>(1, t.batch_size / devices);
+  c.intra_host_bw = o.intra_host_bw;
+  c.inter_host_bw = o.inter_host_bw;
+  return c;
+}
+
+// Table `i` of `t` as TorchRec reads it: its tensor (element size by dtype),
+// pooling factor, the task's optimizer, the cache share (o.caching_ratio, else
+// a uvm_caching table's load factor, else 0.2) and o.min_partition.
+inline table_inputs table_of(const task& t, std::size_t i, const planner_options& o) {
+  const auto& spec = t.tables[i];
+  table_inputs x;
+  x.rows = spec.rows;
+  x.cols = spec.dim;
+  x.pooling_factor = spec.pooling_factor;
+  x.element_size = static_cast<std::int64_t>(dtype_bytes(spec.weight_dtype));
+  x.optimizer_state = t.optimizer_state;
+  x.caching_ratio = o.caching_ratio > 0.0 ? o.caching_ratio
+                    : spec.placement.tier == memory_tier::uvm_caching
+                        ? spec.placement.load_factor
+                        : constants::uvm_caching_ratio;
+  x.min_partition = o.min_partition;
+  return x;
+}
 
 // calculate_shard_sizes_and_offsets.
 inline std::vector<shard_block> shard_layout(sharding_type type, const table_inputs& table,

@@ -130,15 +130,9 @@ struct planner_result {
 
 namespace detail {
 
-inline std::int64_t element_size_of(const table_spec& t, std::size_t index) {
-  switch (t.weight_dtype) {
-    case dtype::fp32:
-      return 4;
-    case dtype::fp16:
-      return 2;
-    case dtype::int8:
-      break;
-  }
+// TorchRec's training planner has fp32 and fp16 tables, no int8 ones.
+inline void check_dtype(const table_spec& t, std::size_t index) {
+  if (t.weight_dtype != dtype::int8) return;
   fail("tables[" + std::to_string(index) + "].dtype", to_string(t.weight_dtype),
        "fp32 or fp16 for TorchRec's training planner (an EmbeddingBagCollection has no int8 "
        "weights)");
@@ -172,13 +166,7 @@ inline planner_inputs inputs_of(const task& t, const planner_options& o = {}) {
   validate(t);
   o.validate();
   planner_inputs in;
-  const auto devices = static_cast<std::int64_t>(t.cluster.size());
-  in.cluster.world_size = devices;
-  in.cluster.local_world_size = std::min<std::int64_t>(t.cluster.devices_per_host, devices);
-  in.cluster.batch_size =
-      o.batch_size > 0 ? o.batch_size : std::max<std::int64_t>(1, t.batch_size / devices);
-  in.cluster.intra_host_bw = o.intra_host_bw;
-  in.cluster.inter_host_bw = o.inter_host_bw;
+  in.cluster = cluster_of(t, o);
   for (std::size_t d = 0; d < t.cluster.size(); ++d) {
     const auto& dev = t.cluster.devices[d];
     const auto at = "cluster.devices[" + std::to_string(d) + "]";
@@ -192,18 +180,8 @@ inline planner_inputs inputs_of(const task& t, const planner_options& o = {}) {
   in.kernels.reserve(t.tables.size());
   for (std::size_t i = 0; i < t.tables.size(); ++i) {
     const auto& spec = t.tables[i];
-    table_inputs x;
-    x.rows = spec.rows;
-    x.cols = spec.dim;
-    x.pooling_factor = spec.pooling_factor;
-    x.element_size = detail::element_size_of(spec, i);
-    x.optimizer_state = t.optimizer_state;
-    x.caching_ratio = o.caching_ratio > 0.0 ? o.caching_ratio
-                      : spec.placement.tier == memory_tier::uvm_caching
-                          ? spec.placement.load_factor
-                          : constants::uvm_caching_ratio;
-    x.min_partition = o.min_partition;
-    in.tables.push_back(x);
+    detail::check_dtype(spec, i);
+    in.tables.push_back(table_of(t, i, o));
     in.names.push_back(spec.name);
     if (o.all_kernels) {
       in.kernels.emplace_back();
