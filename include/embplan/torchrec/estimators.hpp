@@ -17,6 +17,18 @@
 // planner sorts and compares them, and a tie decides a plan.
 // Only the training path of an EmbeddingBagCollection: pooled, unweighted,
 // no feature processor, one input per table with num_poolings 1.
+// cluster_inputs::main_branch turns on, one by one, what TorchRec's main
+// branch (commit a48cef79) computes differently for such a collection
+// planned with default arguments (types.hpp, main_branch_changes):
+//  - even_column_blocks: sharding_plan.py, _get_block_size_for_cw_shard and
+//    _find_base_dim;
+//  - uvm_bandwidth: planner/constants.py, kernel_bw_lookup (HBM_TO_DDR_MEM_BW);
+//  - uvm_cache_state: planner/shard_estimators.py,
+//    _calculate_cache_aux_state_sizes;
+//  - twrw_inter_host: planner/shard_estimators.py, EmbeddingPerfEstimator's
+//    _get_twrw_sharding_perf.
+// Each keeps the rest of the figure, its order of operations included, as
+// v0.3.2 has it; all off, every figure is v0.3.2's.
 
 #include <algorithm>
 #include <cstdint>
@@ -47,6 +59,8 @@ struct cluster_inputs {
   std::int64_t batch_size = constants::batch_size;
   double intra_host_bw = constants::intra_node_bandwidth;
   double inter_host_bw = constants::cross_node_bandwidth;
+  // TorchRec main's estimator changes to apply; none: v0.3.2's figures.
+  main_branch_changes main_branch{};
 };
 
 // What they read about one table: its tensor and its ParameterConstraints.
@@ -63,7 +77,7 @@ struct table_inputs {
 // The task's cluster and batch as TorchRec's (docs/torchrec.md, "From a task
 // to TorchRec's inputs"): every device, local_world_size devices_per_host (at
 // most the devices), the per-rank batch the global batch / devices (at least
-// 1) unless o.batch_size, the options' bandwidths.
+// 1) unless o.batch_size, the options' bandwidths and main-branch changes.
 inline cluster_inputs cluster_of(const task& t, const planner_options& o) {
   cluster_inputs c;
   const auto devices = static_cast<std::int64_t>(t.cluster.size());
@@ -73,6 +87,7 @@ inline cluster_inputs cluster_of(const task& t, const planner_options& o) {
       o.batch_size > 0 ? o.batch_size : std::max<std::int64_t>(1, t.batch_size / devices);
   c.intra_host_bw = o.intra_host_bw;
   c.inter_host_bw = o.inter_host_bw;
+  c.main_branch = o.main_branch;
   return c;
 }
 
@@ -129,9 +144,25 @@ inline std::vector<shard_block> shard_layout(sharding_type type, const table_inp
       break;
     case sharding_type::column_wise:
     case sharding_type::table_column_wise: {
+      const std::int64_t lower =
+          table.min_partition > 0 ? table.min_partition : constants::min_cw_dim;
+      if (cluster.main_branch.even_column_blocks) {
+        // Main: _get_block_size_for_cw_shard, _find_base_dim: the first
+        // multiple of 4 in [lower, cols) that divides cols, else cols; every
+        // block that wide.
+        std::int64_t block = cols;
+        for (std::int64_t w = (lower + 3) / 4 * 4; w < cols; w += 4) {
+          if (cols % w == 0) {
+            block = w;
+            break;
+          }
+        }
+        for (std::int64_t i = 0; i < cols / block; ++i)
+          out.push_back({rows, block, 0, block * i});
+        break;
+      }
       // _calculate_cw_shard_sizes_and_offsets.
-      const std::int64_t block = std::min<std::int64_t>(
-          table.min_partition > 0 ? table.min_partition : constants::min_cw_dim, cols);
+      const std::int64_t block = std::min<std::int64_t>(lower, cols);
       const std::int64_t shards = cols / block;
       const std::int64_t residual = cols % block;
       for (std::int64_t i = 0; i < shards; ++i)
@@ -142,18 +173,22 @@ inline std::vector<shard_block> shard_layout(sharding_type type, const table_inp
   return out;
 }
 
-// kernel_bw_lookup("cuda", kernel, caching_ratio): bytes per ms.
-inline double kernel_bandwidth(compute_kernel kernel, double caching_ratio) {
+// kernel_bw_lookup("cuda", kernel, caching_ratio): bytes per ms. The uvm
+// kernels' host side is DDR_MEM_BW, or with changes.uvm_bandwidth main's
+// HBM_TO_DDR_MEM_BW (its kernel_bw_lookup keeps the / 10 and the mix).
+inline double kernel_bandwidth(compute_kernel kernel, double caching_ratio,
+                               const main_branch_changes& changes = {}) {
   using namespace constants;
+  const double host_bw = changes.uvm_bandwidth ? hbm_to_ddr_mem_bw : ddr_mem_bw;
   switch (kernel) {
     case compute_kernel::dense:
       return 0.5 * hbm_mem_bw;
     case compute_kernel::fused:
       return 1 * hbm_mem_bw;
     case compute_kernel::fused_uvm:
-      return ddr_mem_bw / 10;
+      return host_bw / 10;
     case compute_kernel::fused_uvm_caching:
-      return (caching_ratio * hbm_mem_bw + (1 - caching_ratio) * ddr_mem_bw) / 10;
+      return (caching_ratio * hbm_mem_bw + (1 - caching_ratio) * host_bw) / 10;
   }
   return hbm_mem_bw;
 }
@@ -177,7 +212,7 @@ inline std::vector<double> shard_perfs(sharding_type type, compute_kernel kernel
                                        const std::vector<shard_block>& shards,
                                        const table_inputs& table, const cluster_inputs& cluster) {
   using namespace constants;
-  const double device_bw = kernel_bandwidth(kernel, table.caching_ratio);
+  const double device_bw = kernel_bandwidth(kernel, table.caching_ratio, cluster.main_branch);
   const auto ws = static_cast<double>(cluster.world_size);
   const auto lws = static_cast<double>(cluster.local_world_size);
   const double out_size = static_cast<double>(table.element_size);
@@ -236,7 +271,11 @@ inline std::vector<double> shard_perfs(sharding_type type, compute_kernel kernel
         const double output_write = outputs * ws * emb_dim * out_size;
         double fwd_comms = output_write / bw_intra;
         if (cluster.world_size > cluster.local_world_size) {
-          fwd_comms += output_write * (lws / ws) / bw_inter;
+          // Main: an all-to-all among one rank per host, batch x (world /
+          // local) x dim x bytes, both ways (bwd_comms is the same sum).
+          fwd_comms += cluster.main_branch.twrw_inter_host
+                           ? outputs * (ws / lws) * emb_dim * out_size / bw_inter
+                           : output_write * (lws / ws) / bw_inter;
         }
         const double fwd_compute = (input_read + lookup + output_write) / device_bw;
         const double bwd_comms = fwd_comms;
@@ -288,8 +327,9 @@ inline std::int64_t optimizer_bytes(std::int64_t bytes, optimizer o, std::int64_
 
 // calculate_shard_storages on "cuda": each shard's hbm (its inputs, outputs,
 // tensor share and optimizer state; for fused_uvm_caching the cache, round(
-// bytes x caching ratio), in place of the tensor) and ddr (the tensor share
-// and its state for the uvm kernels).
+// bytes x caching ratio), in place of the tensor, and with main's
+// uvm_cache_state the cache's own state) and ddr (the tensor share and its
+// state for the uvm kernels).
 inline std::vector<storage> shard_storages(sharding_type type, compute_kernel kernel,
                                            const std::vector<shard_block>& shards,
                                            const table_inputs& table,
@@ -352,10 +392,20 @@ inline std::vector<storage> shard_storages(sharding_type type, compute_kernel ke
                                          static_cast<detail::uint128>(table.rows * table.cols));
     return tensor_size + optimizer_bytes(tensor_size, table.optimizer_state, table.cols);
   };
+  // Main: _calculate_cache_aux_state_sizes, math.ceil(rows * (4 + clf * 16))
+  // of the shard's rows (a Python float product: 100,000 rows at 0.3 give
+  // 880,001).
+  const bool cache_state =
+      cluster.main_branch.uvm_cache_state && kernel == compute_kernel::fused_uvm_caching;
+  const auto cache_state_bytes = [&](const shard_block& s) -> std::int64_t {
+    if (!cache_state) return 0;
+    return detail::py_ceil(static_cast<double>(s.rows) * (4 + table.caching_ratio * 16));
+  };
   std::vector<storage> out;
   out.reserve(shards.size());
   for (std::size_t i = 0; i < shards.size(); ++i) {
-    out.push_back({input_sizes[i] + output_sizes[i] + specific(hbm_storage, shards[i]),
+    out.push_back({input_sizes[i] + output_sizes[i] + cache_state_bytes(shards[i]) +
+                       specific(hbm_storage, shards[i]),
                    specific(ddr_storage, shards[i])});
   }
   return out;

@@ -175,7 +175,43 @@ inline constexpr std::uint64_t max_proposals = 10000;
 // multipliers (storage_reservations.py: dense 6, KJT 20).
 inline constexpr double reservation_percentage = 0.15;
 inline constexpr std::int64_t kjt_multiplier = 20;
+// Main branch only (constants.py, HBM_TO_DDR_MEM_BW): the uvm kernels' host
+// side, 32 GB/s (main_branch_changes::uvm_bandwidth).
+inline const double hbm_to_ddr_mem_bw = 32.0 * 1024 * 1024 * 1024 / 1000;
 }  // namespace constants
+
+// Where TorchRec's main branch (commit a48cef79, 2025-10-04) plans
+// differently from v0.3.2, each a named switch, off by default: the preset is
+// v0.3.2's (docs/torchrec.md, "v0.3.2 and TorchRec's main branch", cites
+// each source). all() turns every one on. The first four change the
+// estimators' figures (estimators.hpp, through cluster_inputs), the last the
+// partitioner's choice of device.
+struct main_branch_changes {
+  // Column-wise and table-column-wise blocks all equal: the first multiple
+  // of 4 from min_partition (or 128) up, below the dim, that divides it, else
+  // the whole dim (448: 2 x 224), not v0.3.2's min_partition-wide blocks with
+  // the rest in the last (128 + 128 + 192).
+  bool even_column_blocks = false;
+  // The uvm kernels' host side at 32 GB/s (HBM_TO_DDR_MEM_BW), not 51
+  // (DDR_MEM_BW): fused_uvm host / 10, fused_uvm_caching (share x hbm + (1 -
+  // share) x host) / 10, as before.
+  bool uvm_bandwidth = false;
+  // The uvm cache's own state in HBM, beside the cache: ceil(shard rows x (4
+  // + 16 x cache share)) bytes per fused_uvm_caching shard.
+  bool uvm_cache_state = false;
+  // Table-row-wise inter-host all-to-all, forward and backward: batch x
+  // (world / local) x dim x bytes (one rank per host), not v0.3.2's output
+  // (batch x world x dim x bytes) x local / world.
+  bool twrw_inter_host = false;
+  // Devices of equal perf: the lower local rank first, across hosts
+  // (0, 8, 1, 9, ... on hosts of 8), then the lower rank; v0.3.2: the lower
+  // rank.
+  bool local_rank_ties = false;
+
+  static constexpr main_branch_changes all() noexcept { return {true, true, true, true, true}; }
+  friend constexpr bool operator==(const main_branch_changes&,
+                                   const main_branch_changes&) = default;
+};
 
 // How the planner is run: TorchRec's EmbeddingShardingPlanner arguments and
 // the sharder's, on embplan's task (docs/torchrec.md, "From a task to
@@ -211,6 +247,8 @@ struct planner_options {
   // Topology bandwidths, bytes per ms (TorchRec's defaults).
   double intra_host_bw = constants::intra_node_bandwidth;
   double inter_host_bw = constants::cross_node_bandwidth;
+  // TorchRec main's differences (above); none by default.
+  main_branch_changes main_branch{};
 
   void validate() const {
     if (batch_size < 0)
