@@ -185,3 +185,48 @@ TEST_CASE("bad options name the field and the value") {
 }
 
 }  // namespace torchrec_estimators_test
+
+namespace torchrec_estimators_test {
+
+// Four equal tables, table-wise only (column-wise: two 128-column blocks
+// each), on 2 hosts x 2 devices: every placement is a tie in perf between
+// the devices still empty.
+std::vector<std::vector<std::int64_t>> tie_ranks(tr::sharding_type type, bool local_rank_ties) {
+  task t;
+  t.cluster = uniform_topology(4, {}, 2);
+  for (int i = 0; i < 4; ++i) {
+    table_spec s;
+    s.name = "t" + std::to_string(i);
+    s.rows = 1000;
+    s.dim = type == tr::sharding_type::column_wise ? 256 : 16;
+    s.pooling_factor = 1.0;
+    t.tables.push_back(s);
+  }
+  tr::planner_options o;
+  o.sharding_types = {type};
+  o.main_branch.local_rank_ties = local_rank_ties;
+  const auto r = tr::plan(t, o);
+  REQUIRE(r.ok);
+  std::vector<std::vector<std::int64_t>> out;
+  for (const auto& table : r.tables) {
+    out.emplace_back();
+    for (const auto& s : table.shards)
+      out.back().push_back(s.rank);
+  }
+  return out;
+}
+
+TEST_CASE("a tie in perf goes to the lower rank (v0.3.2), or the lower local rank first (main)") {
+  using ranks = std::vector<std::vector<std::int64_t>>;
+  // v0.3.2's stable sort by perf: ranks 0, 1, 2, 3 in turn.
+  CHECK(tie_ranks(tr::sharding_type::table_wise, false) == ranks{{0}, {1}, {2}, {3}});
+  // main's (perf, rank % 2, rank): rank 0, then rank 2 (local rank 0 of the
+  // second host) before rank 1.
+  CHECK(tie_ranks(tr::sharding_type::table_wise, true) == ranks{{0}, {2}, {1}, {3}});
+  // The same through the min-heap (more than one shard per option): each
+  // table's two blocks on the two least loaded devices, ties as above.
+  CHECK(tie_ranks(tr::sharding_type::column_wise, false) == ranks{{0, 1}, {2, 3}, {0, 1}, {2, 3}});
+  CHECK(tie_ranks(tr::sharding_type::column_wise, true) == ranks{{0, 2}, {1, 3}, {0, 2}, {1, 3}});
+}
+
+}  // namespace torchrec_estimators_test

@@ -136,3 +136,65 @@ TEST_CASE("all_kernels: a plan that moves a table to another tier is refused, na
 }
 
 }  // namespace torchrec_preset_test
+
+namespace torchrec_preset_test {
+
+// The cut (planner_options::exhaustive off, the default) against TorchRec's
+// loop (every distinct proposal partitioned), beyond the golden cases:
+// memory from tight to roomy, 4, 8 and 16 devices (two hosts), every kernel.
+TEST_CASE("not partitioning proposals that cannot win gives the plan of partitioning them all") {
+  std::size_t compared = 0;
+  std::size_t with_plan = 0;
+  std::uint64_t partitions = 0;
+  std::uint64_t partitions_all = 0;
+  for (const std::size_t devices : {4, 8, 16}) {
+    for (const std::uint64_t scale : {1, 2, 8}) {
+      for (const bool all_kernels : {false, true}) {
+        for (auto t :
+             protocol_tasks(devices, devices == 16 ? 4.0 : 1.0, 40 + devices + scale, scale)) {
+          if (devices == 16) t.cluster.devices_per_host = 8;
+          tr::planner_options o;
+          o.all_kernels = all_kernels;
+          o.exhaustive = true;
+          const auto all = tr::plan(t, o);
+          o.exhaustive = false;
+          const auto cut = tr::plan(t, o);
+          CAPTURE(devices);
+          CAPTURE(scale);
+          CAPTURE(all_kernels);
+          REQUIRE(cut.ok == all.ok);
+          CHECK(cut.proposals == all.proposals);
+          CHECK(cut.plans <= all.plans);
+          CHECK(cut.failure == all.failure);
+          CHECK(cut.message == all.message);
+          ++compared;
+          partitions += cut.plans;
+          partitions_all += all.plans;
+          if (!all.ok) continue;
+          ++with_plan;
+          CHECK(cut.rating == all.rating);
+          REQUIRE(cut.tables.size() == all.tables.size());
+          for (std::size_t i = 0; i < all.tables.size(); ++i) {
+            const auto& a = all.tables[i];
+            const auto& c = cut.tables[i];
+            CHECK(c.type == a.type);
+            CHECK(c.kernel == a.kernel);
+            REQUIRE(c.shards.size() == a.shards.size());
+            for (std::size_t s = 0; s < a.shards.size(); ++s) {
+              CHECK(c.shards[s].rank == a.shards[s].rank);
+              CHECK(c.shards[s].block == a.shards[s].block);
+              CHECK(c.shards[s].perf == a.shards[s].perf);
+              CHECK(c.shards[s].bytes == a.shards[s].bytes);
+            }
+          }
+        }
+      }
+    }
+  }
+  MESSAGE(compared << " tasks, " << with_plan << " with a plan; " << partitions << " of "
+                   << partitions_all << " partitions made");
+  CHECK(with_plan >= compared / 3);
+  CHECK(2 * partitions < partitions_all);
+}
+
+}  // namespace torchrec_preset_test

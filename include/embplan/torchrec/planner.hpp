@@ -29,9 +29,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_set>
@@ -51,26 +53,30 @@ struct sharding_option {
   std::uint32_t table = 0;
   sharding_type type = sharding_type::table_wise;
   compute_kernel kernel = compute_kernel::fused;
-  std::vector<shard_block> shards{};
-  std::vector<double> perf{};       // per shard
-  std::vector<storage> storages{};  // per shard
+  std::vector<shard_block> shards{};  // empty where enumerate_options kept none
+  std::vector<double> perf{};         // per shard
+  std::vector<storage> storages{};    // per shard
+  // Over the shards, set by summarize(): ShardingOption.total_storage, the
+  // perfs' sum (in shard order), least and largest.
+  storage total{};
+  double perf_sum = 0;
+  double perf_min = 0;
+  double perf_max = 0;
 
-  // ShardingOption.total_storage.
-  storage total_storage() const noexcept {
-    storage s;
+  void summarize() noexcept {
+    total = {};
     for (const auto& x : storages)
-      s += x;
-    return s;
+      total += x;
+    perf_sum = 0;
+    for (const double p : perf)
+      perf_sum += p;
+    perf_min = perf.empty() ? 0 : *std::min_element(perf.begin(), perf.end());
+    perf_max = perf.empty() ? 0 : *std::max_element(perf.begin(), perf.end());
   }
+  storage total_storage() const noexcept { return total; }
   // proposers.py, _sharding_option_score: the largest shard perf (use_depth)
   // or their sum (Python's sum from 0, in shard order).
-  double score(bool use_depth) const noexcept {
-    if (use_depth) return *std::max_element(perf.begin(), perf.end());
-    double sum = 0;
-    for (const double p : perf)
-      sum += p;
-    return sum;
-  }
+  double score(bool use_depth) const noexcept { return use_depth ? perf_max : perf_sum; }
 };
 
 // The task as TorchRec's inputs.
@@ -196,9 +202,12 @@ inline planner_inputs inputs_of(const task& t, const planner_options& o = {}) {
 
 // EmbeddingEnumerator.enumerate: per table (in the task's order), per offered
 // sharding type and kernel (in the sharder's order), one option with its
-// shards' perf and storage. A table with no option fails naming it.
+// shards' perf and storage. A table with no option fails naming it. Without
+// `keep_blocks` the options' shard blocks are not kept (plan() lays out only
+// the chosen options' again: 32 of the 56 bytes per shard).
 inline std::vector<std::vector<sharding_option>> enumerate_options(
-    const planner_inputs& in, const std::vector<sharding_type>& types = {}) {
+    const planner_inputs& in, const std::vector<sharding_type>& types = {},
+    bool keep_blocks = true) {
   std::vector<std::vector<sharding_option>> out(in.tables.size());
   for (std::size_t i = 0; i < in.tables.size(); ++i) {
     const auto& table = in.tables[i];
@@ -223,6 +232,8 @@ inline std::vector<std::vector<sharding_option>> enumerate_options(
         o.shards = shard_layout(type, table, in.cluster);
         o.perf = shard_perfs(type, kernel, o.shards, table, in.cluster);
         o.storages = shard_storages(type, kernel, o.shards, table, in.cluster);
+        o.summarize();
+        if (!keep_blocks) std::vector<shard_block>{}.swap(o.shards);
         out[i].push_back(std::move(o));
       }
     }
@@ -262,12 +273,19 @@ struct device_state {
 
 // GreedyPerfPartitioner over one proposal (an option per table). `ranks`
 // receives each option's shards' ranks (by table). False where a shard fits
-// nowhere (PlannerError).
+// nowhere (PlannerError). With `local_rank_ties` (main_branch_changes), a
+// tie in perf between devices goes to the lower local rank, then the lower
+// rank (main's OrderedDeviceHardware); else to the lower rank.
 class partitioner {
  public:
   partitioner(const std::vector<std::vector<sharding_option>>& options,
-              const std::vector<storage>& reserved, std::int64_t local_world_size)
-      : options_(options), reserved_(reserved), local_(local_world_size) {}
+              const std::vector<storage>& reserved, std::int64_t local_world_size,
+              bool local_rank_ties = false)
+      : options_(options)
+      , reserved_(reserved)
+      , local_(local_world_size)
+      , local_ties_(local_rank_ties &&
+                    local_world_size < static_cast<std::int64_t>(reserved.size())) {}
 
   bool partition(const std::vector<std::uint32_t>& choice,
                  std::vector<std::vector<std::int64_t>>& ranks) {
@@ -287,7 +305,7 @@ class partitioner {
     for (std::size_t i = 0; i < choice.size(); ++i) {
       const auto& o = options_[i][choice[i]];
       if (partition_of(o.type) != partition_by::uniform) {
-        order_.emplace_back(o.total_storage(), static_cast<std::uint32_t>(i));
+        order_.emplace_back(o.total, static_cast<std::uint32_t>(i));
       }
     }
     std::stable_sort(order_.begin(), order_.end(),
@@ -296,7 +314,7 @@ class partitioner {
       const auto& o = options_[i][choice[i]];
       const bool placed = partition_of(o.type) == partition_by::host
                               ? cohost(o, total, ranks[i])
-                              : device(o, devices_, 0, ranks[i]);
+                              : device(o, devices_, local_ties_ ? local_ : 0, ranks[i]);
       if (!placed) return false;
     }
     return true;
@@ -306,8 +324,8 @@ class partitioner {
   // _uniform_partition on devices[first, first + shards).
   static bool uniform(const sharding_option& o, std::vector<device_state>& devices,
                       std::size_t first, std::vector<std::int64_t>& ranks) {
-    ranks.assign(o.shards.size(), 0);
-    for (std::size_t s = 0; s < o.shards.size(); ++s) {
+    ranks.assign(o.perf.size(), 0);
+    for (std::size_t s = 0; s < o.perf.size(); ++s) {
       auto& d = devices[first + s];
       if (!o.storages[s].fits_in(d.room)) return false;
       ranks[s] = static_cast<std::int64_t>(first + s);
@@ -317,21 +335,74 @@ class partitioner {
     return true;
   }
 
-  // _device_partition on devices[first, end): each shard on the device of
-  // least perf it fits (sorted() is stable: ties go to the lower rank).
-  static bool device(const sharding_option& o, std::vector<device_state>& devices,
-                     std::size_t first, std::vector<std::int64_t>& ranks) {
-    ranks.assign(o.shards.size(), 0);
-    for (std::size_t s = 0; s < o.shards.size(); ++s) {
-      std::size_t best = devices.size();
-      for (std::size_t d = first; d < devices.size(); ++d) {
-        if (!o.storages[s].fits_in(devices[d].room)) continue;
-        if (best == devices.size() || devices[d].perf < devices[best].perf) best = d;
+  // A device's place among equal perfs: its rank, or (local rank, rank)
+  // where `local` > 0.
+  static std::uint64_t tie_of(std::size_t d, std::int64_t local) noexcept {
+    if (local <= 0) return d;
+    return (static_cast<std::uint64_t>(d % static_cast<std::size_t>(local)) << 32) | d;
+  }
+
+  // _device_partition: each shard on the device of least (perf, tie_of) it
+  // fits (v0.3.2's sorted() is stable: ties go to the lower rank). One shard:
+  // a scan; more: a min-heap of the devices, those a shard does not fit set
+  // aside and put back, so each shard costs O(log devices).
+  bool device(const sharding_option& o, std::vector<device_state>& devices, std::int64_t local,
+              std::vector<std::int64_t>& ranks) {
+    ranks.assign(o.perf.size(), 0);
+    const std::size_t n = devices.size();
+    if (o.perf.size() == 1) {
+      for (std::size_t s = 0; s < o.perf.size(); ++s) {
+        std::size_t best = n;
+        for (std::size_t d = 0; d < n; ++d) {
+          if (!o.storages[s].fits_in(devices[d].room)) continue;
+          if (best == n || devices[d].perf < devices[best].perf ||
+              (local > 0 && devices[d].perf == devices[best].perf &&
+               tie_of(d, local) < tie_of(best, local))) {
+            best = d;
+          }
+        }
+        if (best == n) return false;
+        ranks[s] = static_cast<std::int64_t>(best);
+        devices[best].room -= o.storages[s];
+        devices[best].perf += o.perf[s];
       }
-      if (best == devices.size()) return false;
-      ranks[s] = static_cast<std::int64_t>(best);
-      devices[best].room -= o.storages[s];
-      devices[best].perf += o.perf[s];
+      return true;
+    }
+    // A min-heap by (perf, tie): std::*_heap keep the largest on top, so
+    // the comparison is reversed.
+    const auto later = [](const heap_entry& a, const heap_entry& b) {
+      return a.perf != b.perf ? a.perf > b.perf : a.tie > b.tie;
+    };
+    heap_.clear();
+    for (std::size_t d = 0; d < n; ++d)
+      heap_.push_back({devices[d].perf, tie_of(d, local), d});
+    std::make_heap(heap_.begin(), heap_.end(), later);
+    for (std::size_t s = 0; s < o.perf.size(); ++s) {
+      aside_.clear();
+      bool placed = false;
+      while (!heap_.empty()) {
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        auto top = heap_.back();
+        heap_.pop_back();
+        auto& d = devices[top.device];
+        if (!o.storages[s].fits_in(d.room)) {
+          aside_.push_back(top);
+          continue;
+        }
+        ranks[s] = static_cast<std::int64_t>(top.device);
+        d.room -= o.storages[s];
+        d.perf += o.perf[s];
+        top.perf = d.perf;
+        heap_.push_back(top);
+        std::push_heap(heap_.begin(), heap_.end(), later);
+        placed = true;
+        break;
+      }
+      if (!placed) return false;
+      for (const auto& e : aside_) {
+        heap_.push_back(e);
+        std::push_heap(heap_.begin(), heap_.end(), later);
+      }
     }
     return true;
   }
@@ -370,13 +441,22 @@ class partitioner {
     return false;
   }
 
+  struct heap_entry {
+    double perf;
+    std::uint64_t tie;
+    std::size_t device;
+  };
+
   const std::vector<std::vector<sharding_option>>& options_;
   const std::vector<storage>& reserved_;
   std::int64_t local_;
+  bool local_ties_;
   std::vector<device_state> devices_{};
   std::vector<std::pair<storage, std::uint32_t>> order_{};
   std::vector<std::pair<double, std::size_t>> hosts_{};
   std::vector<device_state> host_copy_{};
+  std::vector<heap_entry> heap_{};
+  std::vector<heap_entry> aside_{};
 };
 
 // NoopPerfModel.rate: per rank, the shards' perfs summed in the proposal's
@@ -388,14 +468,15 @@ inline double rate(const std::vector<std::vector<sharding_option>>& options,
   perfs.assign(devices, 0.0);
   for (std::size_t i = 0; i < choice.size(); ++i) {
     const auto& o = options[i][choice[i]];
-    for (std::size_t s = 0; s < o.shards.size(); ++s)
+    for (std::size_t s = 0; s < o.perf.size(); ++s)
       perfs[static_cast<std::size_t>(ranks[i][s])] += o.perf[s];
   }
   return *std::max_element(perfs.begin(), perfs.end());
 }
 
-// A proposal's identity for planners.py's proposal_cache: two 64-bit mixes of
-// its option indices (a proposal is one option per table, in table order).
+// A proposal's identity for planners.py's proposal_cache: two 64-bit sums
+// of a mix of (table, option index), one term per table, so that moving one
+// table to another option updates it in O(1).
 struct proposal_key {
   std::uint64_t a = 0;
   std::uint64_t b = 0;
@@ -414,14 +495,89 @@ inline std::uint64_t mix64(std::uint64_t x) noexcept {
   x ^= x >> 31;
   return x;
 }
-inline proposal_key key_of(const std::vector<std::uint32_t>& choice) noexcept {
-  proposal_key k{0x243F6A8885A308D3ull, 0x13198A2E03707344ull};
-  for (const auto c : choice) {
-    k.a = mix64(k.a ^ (c + 0x9E3779B97F4A7C15ull));
-    k.b = mix64(k.b + c * 0xD6E8FEB86659FD93ull + 1);
+
+// The proposal a proposer stands at (one option per table), with what the
+// planner reads of it kept up to date as tables change options: its cache
+// key, its storage (exact), and the parts of a lower bound on its rating
+// (lower_bound).
+class proposal {
+ public:
+  proposal(const std::vector<std::vector<sharding_option>>& options, std::size_t devices)
+      : options_(options), devices_(devices), choice_(options.size(), 0) {
+    for (std::size_t i = 0; i < choice_.size(); ++i)
+      add(i);
   }
-  return k;
-}
+
+  const std::vector<std::uint32_t>& choice() const noexcept { return choice_; }
+  const proposal_key& key() const noexcept { return key_; }
+  const storage& total() const noexcept { return total_; }
+
+  void set(std::size_t table, std::uint32_t option) {
+    if (choice_[table] == option) return;
+    remove(table);
+    choice_[table] = option;
+    add(table);
+  }
+
+  // No rank's perf sum can be below this: each uniform option puts a shard
+  // on every device (at least its least shard perf each), and the largest
+  // of the others' per-rank sums is at least their mean over the devices
+  // and at least their largest shard. Exact as real numbers; the running
+  // sums' rounding (bounded by slack_) is taken off, and the whole shrunk by
+  // 1e-7 to stay below the rating as the planner sums it in floating point
+  // (relative error under 1e-7 for fewer than 10^8 shards per rank).
+  double lower_bound() const noexcept {
+    const double mean = uniform_ + others_ / static_cast<double>(devices_) - slack_;
+    double largest = 0;
+    for (std::size_t i = 0; i < choice_.size(); ++i) {
+      const auto& o = options_[i][choice_[i]];
+      if (partition_of(o.type) != partition_by::uniform) largest = std::max(largest, o.perf_max);
+    }
+    return std::max(mean, uniform_ - slack_ + largest) * (1 - 1e-7);
+  }
+  // The same without the scan for the largest shard: O(1).
+  double mean_bound() const noexcept {
+    return (uniform_ + others_ / static_cast<double>(devices_) - slack_) * (1 - 1e-7);
+  }
+
+ private:
+  std::uint64_t term(std::size_t table, std::uint64_t salt) const noexcept {
+    return mix64((static_cast<std::uint64_t>(table) << 32 | choice_[table]) ^ salt);
+  }
+  void add(std::size_t i) {
+    const auto& o = options_[i][choice_[i]];
+    key_.a += term(i, 0x243F6A8885A308D3ull);
+    key_.b += term(i, 0x13198A2E03707344ull);
+    total_ += o.total;
+    if (partition_of(o.type) == partition_by::uniform) {
+      uniform_ += o.perf.size() == devices_ ? o.perf_min : 0.0;
+    } else {
+      others_ += o.perf_sum;
+    }
+    slack_ += std::numeric_limits<double>::epsilon() * (std::abs(uniform_) + std::abs(others_));
+  }
+  void remove(std::size_t i) {
+    const auto& o = options_[i][choice_[i]];
+    key_.a -= term(i, 0x243F6A8885A308D3ull);
+    key_.b -= term(i, 0x13198A2E03707344ull);
+    total_ -= o.total;
+    if (partition_of(o.type) == partition_by::uniform) {
+      uniform_ -= o.perf.size() == devices_ ? o.perf_min : 0.0;
+    } else {
+      others_ -= o.perf_sum;
+    }
+    slack_ += std::numeric_limits<double>::epsilon() * (std::abs(uniform_) + std::abs(others_));
+  }
+
+  const std::vector<std::vector<sharding_option>>& options_;
+  std::size_t devices_;
+  std::vector<std::uint32_t> choice_;
+  proposal_key key_{};
+  storage total_{};
+  double uniform_ = 0;
+  double others_ = 0;
+  double slack_ = 0;  // a bound on the rounding in uniform_ and others_
+};
 
 // Each table's option indices sorted by _sharding_option_score (a stable
 // sort: ties keep the enumeration's order).
@@ -480,12 +636,13 @@ inline std::string unplaceable_table(const planner_inputs& in,
 inline planner_result plan(const planner_inputs& in, const planner_options& o = {}) {
   o.validate();
   planner_result out;
-  const auto options = enumerate_options(in, o.sharding_types);
+  const auto options = enumerate_options(in, o.sharding_types, false);
   out.reserved = reserve(in, o.reservation_percentage);
   const std::size_t tables = options.size();
   const std::size_t devices = in.capacity.size();
 
-  detail::partitioner partitioner(options, out.reserved, in.cluster.local_world_size);
+  detail::partitioner partitioner(options, out.reserved, in.cluster.local_world_size,
+                                  o.main_branch.local_rank_ties);
   std::unordered_set<detail::proposal_key, detail::proposal_key_hash> seen;
   std::vector<std::vector<std::int64_t>> ranks;
   std::vector<double> perfs;
@@ -494,9 +651,28 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
   bool any = false;
   storage lowest{std::numeric_limits<std::int64_t>::max(),
                  std::numeric_limits<std::int64_t>::max()};
-  const auto consider = [&](const std::vector<std::uint32_t>& choice) {
-    if (!seen.insert(detail::key_of(choice)).second) return;  // proposal_cache
+  storage global;
+  for (const auto& d : out.reserved)
+    global += d;
+  detail::proposal current(options, devices);
+  // planners.py's loop body for the proposal `current` stands at. Two
+  // shortcuts give the same plan and counts as partitioning it would:
+  // storage beyond all devices' together cannot partition, and unless
+  // o.exhaustive, a proposal whose lower bound is not below the best rating
+  // cannot replace the best plan (the first of the least rating), so it is
+  // not partitioned (then `plans` counts only the partitions that ran).
+  const auto consider = [&] {
+    if (!seen.insert(current.key()).second) return;  // proposal_cache
     ++out.proposals;
+    if (!current.total().fits_in(global)) {
+      lowest = std::min(lowest, current.total());
+      return;
+    }
+    if (!o.exhaustive && any &&
+        (current.mean_bound() >= best_rating || current.lower_bound() >= best_rating)) {
+      return;
+    }
+    const auto& choice = current.choice();
     if (partitioner.partition(choice, ranks)) {
       ++out.plans;
       const double rating = detail::rate(options, choice, ranks, devices, perfs);
@@ -506,15 +682,10 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
         any = true;
       }
     } else {
-      storage sum;
-      for (std::size_t i = 0; i < tables; ++i)
-        for (const auto& s : options[i][choice[i]].storages)
-          sum += s;
-      lowest = std::min(lowest, sum);
+      lowest = std::min(lowest, current.total());
     }
   };
 
-  std::vector<std::uint32_t> choice(tables, 0);
   // GridSearchProposer: every combination of the options sorted by depth,
   // the last table's fastest (itertools.product), where there are at most
   // max_proposals of them.
@@ -526,17 +697,19 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
     }
     if (total <= o.max_proposals) {
       std::vector<std::size_t> at(tables, 0);
+      for (std::size_t i = 0; i < tables; ++i)
+        current.set(i, sorted[i][0]);
       for (;;) {
-        for (std::size_t i = 0; i < tables; ++i)
-          choice[i] = sorted[i][at[i]];
-        consider(choice);
+        consider();
         bool done = true;
         for (std::size_t i = tables; i-- > 0;) {
           if (++at[i] < sorted[i].size()) {
+            current.set(i, sorted[i][at[i]]);
             done = false;
             break;
           }
           at[i] = 0;
+          current.set(i, sorted[i][0]);
         }
         if (done) break;
       }
@@ -546,12 +719,12 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
   // table's best option; then, one at a time, the table whose current option
   // has the largest (max hbm, sum hbm, max ddr, sum ddr) over its shards
   // (strictly larger than every earlier table's, and than all-zero) and a
-  // next option moves to it.
+  // next option moves to it: the first of a set ordered by that key, then
+  // by table.
   for (const bool use_depth : {true, false}) {
     const auto sorted = detail::sorted_options(options, use_depth);
     std::vector<std::size_t> at(tables, 0);
     using key4 = std::array<std::int64_t, 4>;
-    std::vector<key4> key(tables);
     const auto key_of = [&](std::size_t i) {
       const auto& opt = options[i][sorted[i][at[i]]];
       key4 k{0, 0, 0, 0};
@@ -563,24 +736,23 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
       }
       return k;
     };
-    for (std::size_t i = 0; i < tables; ++i)
-      key[i] = key_of(i);
+    const auto first = [](const std::pair<key4, std::size_t>& x,
+                          const std::pair<key4, std::size_t>& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    };
+    std::set<std::pair<key4, std::size_t>, decltype(first)> movable(first);
+    for (std::size_t i = 0; i < tables; ++i) {
+      current.set(i, sorted[i][0]);
+      if (sorted[i].size() > 1) movable.emplace(key_of(i), i);
+    }
     for (;;) {
-      for (std::size_t i = 0; i < tables; ++i)
-        choice[i] = sorted[i][at[i]];
-      consider(choice);
-      std::size_t largest = tables;
-      key4 largest_key{0, 0, 0, 0};
-      for (std::size_t i = 0; i < tables; ++i) {
-        if (at[i] + 1 >= sorted[i].size()) continue;
-        if (key[i] > largest_key) {
-          largest = i;
-          largest_key = key[i];
-        }
-      }
-      if (largest == tables) break;
+      consider();
+      if (movable.empty() || movable.begin()->first == key4{0, 0, 0, 0}) break;
+      const std::size_t largest = movable.begin()->second;
+      movable.erase(movable.begin());
       ++at[largest];
-      key[largest] = key_of(largest);
+      current.set(largest, sorted[largest][at[largest]]);
+      if (at[largest] + 1 < sorted[largest].size()) movable.emplace(key_of(largest), largest);
     }
   }
   // UniformProposer: per sharding type (in the order the enumeration first
@@ -591,6 +763,7 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
     for (const auto& t : options)
       for (const auto& opt : t)
         if (std::find(met.begin(), met.end(), opt.type) == met.end()) met.push_back(opt.type);
+    std::vector<std::uint32_t> choice(tables, 0);
     for (const auto type : met) {
       bool every = true;
       for (std::size_t i = 0; i < tables && every; ++i) {
@@ -608,14 +781,14 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
         }
         every = found;
       }
-      if (every) consider(choice);
+      if (!every) continue;
+      for (std::size_t i = 0; i < tables; ++i)
+        current.set(i, choice[i]);
+      consider();
     }
   }
 
   if (!any) {
-    storage global;
-    for (const auto& d : out.reserved)
-      global += d;
     out.lowest_storage = lowest;
     out.failure = lowest.fits_in(global) ? failure_kind::strict_constraints
                                          : failure_kind::insufficient_storage;
@@ -641,8 +814,9 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
     auto& t = out.tables[i];
     t.type = opt.type;
     t.kernel = opt.kernel;
-    for (std::size_t s = 0; s < opt.shards.size(); ++s)
-      t.shards.push_back({opt.shards[s], ranks[i][s], opt.perf[s], opt.storages[s]});
+    const auto blocks = shard_layout(opt.type, in.tables[i], in.cluster);
+    for (std::size_t s = 0; s < blocks.size(); ++s)
+      t.shards.push_back({blocks[s], ranks[i][s], opt.perf[s], opt.storages[s]});
   }
   return out;
 }

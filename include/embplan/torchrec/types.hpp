@@ -249,6 +249,12 @@ struct planner_options {
   double inter_host_bw = constants::cross_node_bandwidth;
   // TorchRec main's differences (above); none by default.
   main_branch_changes main_branch{};
+  // Partition every distinct proposal, as TorchRec does, so that `plans`
+  // counts TorchRec's num_plans. Off by default: a proposal whose rating
+  // cannot be below the best plan so far (a lower bound, planner.hpp) or
+  // whose storage exceeds all devices' together is not partitioned; the plan
+  // is the same, only `plans` then counts the partitions that ran.
+  bool exhaustive = false;
 
   void validate() const {
     if (batch_size < 0)
