@@ -177,12 +177,15 @@ struct random_search_preset {
     return c.plan(random_search_planner({}, {}, c.rule, {}));
   }
 };
-// TorchRec v0.3.2's EmbeddingShardingPlanner (docs/torchrec.md).
+// TorchRec v0.3.2's EmbeddingShardingPlanner (docs/torchrec.md). A
+// min_shards rule does not put it behind the stage: the searcher gives it to
+// TorchRec as a min_partition (search/torchrec.hpp, apply_rules), as a
+// TorchRec user would.
 struct torchrec_preset {
   static constexpr std::string_view name = "torchrec";
   template <class Context>
   static plan_result run(const Context& c) {
-    return c.plan(torchrec_planner({}, {}, c.rule, {}));
+    return detail::run(torchrec_planner({}, {}, c.rule, {}), c.stages, false, c.t, c.seed);
   }
 };
 // A TorchRec-style greedy after NeuroShard's appendix E.3 (table- and

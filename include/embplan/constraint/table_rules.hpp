@@ -210,6 +210,18 @@ class table_rules {
     if (data_ == nullptr || table >= data_->tables) return 0;
     return data_->entry[table].min_shards;
   }
+  // The kinds of piece table `table` may be placed as (sharding_kind bits;
+  // all four where none is ruled).
+  std::uint8_t allowed_kinds(std::size_t table) const noexcept {
+    if (data_ == nullptr || table >= data_->tables) return 15;
+    return data_->entry[table].kinds;
+  }
+  // The most pieces table `table` may be placed as (max_shards; 0 where none
+  // is ruled).
+  std::uint32_t max_shards(std::size_t table) const noexcept {
+    if (data_ == nullptr || table >= data_->tables) return 0;
+    return data_->entry[table].max_shards;
+  }
   // Whether a rule names table `table` (its own rule, or a co-location or
   // anti-affinity group). A table no rule names is admitted anywhere
   // without reading the state.

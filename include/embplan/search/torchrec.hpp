@@ -21,14 +21,20 @@
 // tier; a plan that does fails, naming the table, since a plan cannot move a
 // table between tiers (torchrec::plan returns it whole).
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "embplan/concepts/constraint.hpp"
 #include "embplan/concepts/cost_model.hpp"
 #include "embplan/concepts/reward.hpp"
 #include "embplan/concepts/searcher.hpp"
+#include "embplan/constraint/all_of.hpp"
+#include "embplan/constraint/table_rules.hpp"
 #include "embplan/core/plan.hpp"
 #include "embplan/core/task.hpp"
 #include "embplan/torchrec/planner.hpp"
@@ -93,6 +99,69 @@ inline search_result to_search_result(const task& t, const torchrec::planner_res
   return out;
 }
 
+// The user's table rules that TorchRec's ParameterConstraints can say, set on
+// `in` for table i of `t` (docs/torchrec.md, "Constraints"):
+//  - min_shards n > 1: min_partition 4 x floor(dim / 4n) columns (unless the
+//    options' min_partition already cuts n blocks), so that a column-wise
+//    layout has at least n blocks;
+//  - the kinds of piece a table may be placed as, max_shards and min_shards:
+//    sharding_types, those whose layout of the table (shard_layout, its
+//    empty blocks left out) has only pieces of allowed kinds (a piece of
+//    some rows and some columns needs row_wise and column_wise, a
+//    data-parallel copy data_parallel) and a number of pieces (replicas
+//    count) within the bounds.
+// Pins, hosts, co-location and anti-affinity have no ParameterConstraints:
+// TorchRec plans without them, and the planner checks the plan afterwards.
+// "", or why a table's rules leave it no sharding type.
+inline std::string apply_rules(torchrec::planner_inputs& in, const task& t,
+                               const table_rules& rules) {
+  if (rules.empty()) return {};
+  in.sharding_types.assign(in.tables.size(), {});
+  for (std::size_t i = 0; i < in.tables.size(); ++i) {
+    if (!rules.rules_table(i)) continue;
+    auto& table = in.tables[i];
+    const std::uint32_t most = rules.max_shards(i);
+    const std::uint32_t least = rules.min_shards(i);
+    const std::uint8_t kinds = rules.allowed_kinds(i);
+    if (least > 1 && !(table.min_partition > 0 && table.cols / table.min_partition >= least)) {
+      table.min_partition =
+          static_cast<std::int32_t>(std::max<std::int64_t>(4, table.cols / (4 * least) * 4));
+    }
+    if (kinds == 15 && most == 0 && least <= 1) continue;
+    auto& allowed = in.sharding_types[i];
+    for (const auto type : torchrec::all_sharding_types) {
+      std::uint32_t pieces = 0;
+      std::uint8_t needed = 0;
+      for (const auto& b : torchrec::shard_layout(type, table, in.cluster)) {
+        if (b.rows == 0 || b.cols == 0) continue;
+        ++pieces;
+        const bool some_rows = b.rows != table.rows;
+        const bool some_cols = b.cols != table.cols;
+        if (type == torchrec::sharding_type::data_parallel) {
+          needed |= static_cast<std::uint8_t>(sharding_kind::data_parallel);
+        } else if (some_rows) {
+          needed |= static_cast<std::uint8_t>(sharding_kind::row_wise);
+          if (some_cols) needed |= static_cast<std::uint8_t>(sharding_kind::column_wise);
+        } else {
+          needed |= static_cast<std::uint8_t>(some_cols ? sharding_kind::column_wise
+                                                        : sharding_kind::table_wise);
+        }
+      }
+      if ((needed & ~kinds) != 0) continue;
+      if (most > 0 && pieces > most) continue;
+      if (least > 1 && pieces < least) continue;
+      allowed.push_back(type);
+    }
+    if (allowed.empty()) {
+      return "TorchRec's planner: the rules of table '" + t.tables[i].name + "' (index " +
+             std::to_string(i) +
+             ") leave it no TorchRec sharding type (none lays it out in pieces of the allowed "
+             "kinds, in the allowed number)";
+    }
+  }
+  return {};
+}
+
 struct torchrec_search {
   torchrec::planner_options options{};
 
@@ -100,10 +169,21 @@ struct torchrec_search {
 
   std::string_view name() const noexcept { return "torchrec"; }
 
+  // The user's rules, where the constraint carries them (default_constraint),
+  // become ParameterConstraints (apply_rules); the planner checks the plan
+  // against all of them afterwards.
   template <cost_model CostModel, constraint Constraint, reward Reward>
-  search_result search(const task& t, const CostModel&, const Constraint&, const Reward&,
+  search_result search(const task& t, const CostModel&, const Constraint& c, const Reward&,
                        std::uint64_t) const {
-    return to_search_result(t, torchrec::plan(t, options));
+    auto in = torchrec::inputs_of(t, options);
+    if constexpr (std::is_same_v<Constraint, default_constraint>) {
+      if (auto why = apply_rules(in, t, std::get<2>(c.parts())); !why.empty()) {
+        search_result out;
+        out.failure = std::move(why);
+        return out;
+      }
+    }
+    return to_search_result(t, torchrec::plan(in, options));
   }
 };
 static_assert(searcher<torchrec_search>);

@@ -85,7 +85,10 @@ struct planner_inputs {
   std::vector<std::string> names{};  // the tables' names, for messages
   std::vector<table_inputs> tables{};
   std::vector<std::vector<compute_kernel>> kernels{};  // offered per table; empty: all
-  std::vector<storage> capacity{};                     // per device, before the reservation
+  // ParameterConstraints.sharding_types per table (empty: any); inputs_of
+  // leaves them empty.
+  std::vector<std::vector<sharding_type>> sharding_types{};
+  std::vector<storage> capacity{};  // per device, before the reservation
 };
 
 // A placed shard of the plan.
@@ -201,8 +204,11 @@ inline planner_inputs inputs_of(const task& t, const planner_options& o = {}) {
 }
 
 // EmbeddingEnumerator.enumerate: per table (in the task's order), per offered
-// sharding type and kernel (in the sharder's order), one option with its
-// shards' perf and storage. A table with no option fails naming it. Without
+// sharding type (`types` and the table's in.sharding_types; TorchRec
+// intersects them through a Python set, whose order depends on the hash
+// seed: here the sharder's order) and kernel (in the sharder's order), one
+// option with its shards' perf and storage. A table with no option fails
+// naming it. Without
 // `keep_blocks` the options' shard blocks are not kept (plan() lays out only
 // the chosen options' again: 32 of the 56 bytes per shard).
 inline std::vector<std::vector<sharding_option>> enumerate_options(
@@ -213,6 +219,11 @@ inline std::vector<std::vector<sharding_option>> enumerate_options(
     const auto& table = in.tables[i];
     for (const auto type : all_sharding_types) {
       if (!types.empty() && std::find(types.begin(), types.end(), type) == types.end()) continue;
+      if (i < in.sharding_types.size() && !in.sharding_types[i].empty() &&
+          std::find(in.sharding_types[i].begin(), in.sharding_types[i].end(), type) ==
+              in.sharding_types[i].end()) {
+        continue;
+      }
       std::vector<compute_kernel> kernels = sharder_kernels(type);
       const auto& offered = in.kernels[i];
       if (!offered.empty()) {
