@@ -42,7 +42,10 @@ inline void* counted_alloc(std::size_t n, std::size_t align) {
   return p;
 }
 
-inline void counted_free(void* p) noexcept {
+// Not inlined: inlined into a delete of a new-expression's pointer, GCC 12
+// sees free() of memory from operator new and warns (-Wmismatched-new-delete),
+// though this operator new got it from malloc.
+[[gnu::noinline]] inline void counted_free(void* p) noexcept {
   if (p == nullptr) return;
   live_bytes.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
   std::free(p);
