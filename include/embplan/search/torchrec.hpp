@@ -100,7 +100,8 @@ inline search_result to_search_result(const task& t, const torchrec::planner_res
 }
 
 // The user's table rules that TorchRec's ParameterConstraints can say, set on
-// `in` for table i of `t` (docs/torchrec.md, "Constraints"):
+// `in` for table i of `t` (docs/torchrec.md, "A constraints file as
+// ParameterConstraints"):
 //  - min_shards n > 1: min_partition 4 x floor(dim / 4n) columns (unless the
 //    options' min_partition already cuts n blocks), so that a column-wise
 //    layout has at least n blocks;

@@ -208,9 +208,9 @@ inline planner_inputs inputs_of(const task& t, const planner_options& o = {}) {
 // intersects them through a Python set, whose order depends on the hash
 // seed: here the sharder's order) and kernel (in the sharder's order), one
 // option with its shards' perf and storage. A table with no option fails
-// naming it. Without
-// `keep_blocks` the options' shard blocks are not kept (plan() lays out only
-// the chosen options' again: 32 of the 56 bytes per shard).
+// naming it. Without `keep_blocks` the options' shard blocks are not kept
+// (plan() lays out only the chosen options' again: 32 of the 56 bytes per
+// shard).
 inline std::vector<std::vector<sharding_option>> enumerate_options(
     const planner_inputs& in, const std::vector<sharding_type>& types = {},
     bool keep_blocks = true) {
