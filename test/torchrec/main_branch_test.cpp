@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -313,6 +314,76 @@ TEST_CASE("plan: twrw_inter_host makes table-row-wise cheaper on 2 hosts of 8") 
   CHECK(count(v032, tr::sharding_type::table_wise) == 3);
   CHECK(count(main, tr::sharding_type::table_row_wise) == 4);
   CHECK(main.rating < v032.rating);
+}
+
+// Main's DynamicProgrammingProposer (planner_options::dynamic_programming).
+
+tr::sharding_option option(std::int64_t hbm, double perf) {
+  tr::sharding_option o;
+  o.perf = {perf};
+  o.storages = {{hbm, 0}};
+  o.summarize();
+  return o;
+}
+
+TEST_CASE("dynamic_programming_proposals: one proposal of least perf per reachable HBM bin") {
+  // Table 0 ("B"): 20 or 50 bytes, perf 4 or 1; table 1 ("A"): 30 or 10
+  // bytes, perf 2 or 5. One device of 100 reserved bytes, 10 bins of 10.
+  // The tables by least HBM: A (10) first, then B; A's options 10, 30.
+  // A alone: bin 1 (perf 5), bin 3 (perf 2). With B's 20 (2 bins, perf 4):
+  // bin 3 (5 + 4 = 9), bin 5 (2 + 4 = 6); with B's 50 (5 bins, perf 1): bin
+  // 6 (5 + 1 = 6), bin 8 (2 + 1 = 3). The proposals from bin 9 down:
+  // bin 8 {B 50, A 30}, bin 6 {B 50, A 10}, bin 5 {B 20, A 30}, bin 3 {B 20, A 10}.
+  const std::vector<std::vector<tr::sharding_option>> options{{option(20, 4.0), option(50, 1.0)},
+                                                              {option(30, 2.0), option(10, 5.0)}};
+  std::vector<std::uint32_t> first;
+  const auto proposals = tr::detail::dynamic_programming_proposals(options, {{100, 0}}, 10, first);
+  // Its first proposal: each table's least-HBM option.
+  CHECK(first == std::vector<std::uint32_t>{0, 1});
+  using proposal = std::vector<std::uint32_t>;
+  CHECK(proposals == std::vector<proposal>{{1, 0}, {1, 1}, {0, 0}, {0, 1}});
+  // Bins too small to hold anything past the first table's: none of B's
+  // options fits beside A's in 40 bytes but 20 + 10 (bins of 40 / 4 = 10:
+  // 1 + 2 = 3 < 4).
+  CHECK(tr::detail::dynamic_programming_proposals(options, {{40, 0}}, 4, first) ==
+        std::vector<proposal>{{0, 1}});
+}
+
+TEST_CASE("plan: the dynamic-programming proposer alone, in place of the default proposers") {
+  task t;
+  t.cluster = uniform_topology(4);
+  for (int i = 0; i < 6; ++i)
+    t.tables.push_back(table("t" + std::to_string(i), 100000 * (i + 1), 32, 4.0));
+  tr::planner_options o;
+  const auto defaults = tr::plan(t, o);
+  o.dynamic_programming = true;
+  const auto dp = tr::plan(t, o);
+  REQUIRE(defaults.ok);
+  REQUIRE(dp.ok);
+  // Its proposals: the first (least HBM per table) and one per reachable bin,
+  // fewer than the defaults' grid and greedy walks; none of them repeated.
+  const auto in = tr::inputs_of(t, {});
+  const auto options = tr::enumerate_options(in);
+  std::vector<std::uint32_t> first;
+  const auto proposals = tr::detail::dynamic_programming_proposals(
+      options, tr::reserve(in, tr::constants::reservation_percentage), 100, first);
+  std::set<std::vector<std::uint32_t>> distinct(proposals.begin(), proposals.end());
+  distinct.insert(first);
+  CHECK(dp.proposals == distinct.size());
+  CHECK(dp.proposals != defaults.proposals);
+  CHECK(dp.rating > 0.0);
+
+  o.hbm_bins_per_device = 0;
+  CHECK_THROWS_WITH_AS(
+      tr::plan(t, o), doctest::Contains("'torchrec.hbm_bins_per_device' = 0: expected a bin count"),
+      embplan::error);
+  // 6 tables x 1,000,000 bins x 16 devices: past the backtrack table's limit.
+  t.cluster = uniform_topology(16);
+  o.hbm_bins_per_device = 1'000'000;
+  CHECK_THROWS_WITH_AS(
+      tr::plan(t, o),
+      doctest::Contains("'torchrec.dynamic_programming' = \"6 tables x 16000000 bins\""),
+      embplan::error);
 }
 
 }  // namespace torchrec_main_branch_test

@@ -642,6 +642,117 @@ inline std::string unplaceable_table(const planner_inputs& in,
 
 }  // namespace detail
 
+namespace detail {
+
+// Main's DynamicProgrammingProposer (proposers.py; not in v0.3.2), in
+// table order: the tables ordered as its OrderedDict meets them (by their
+// least-HBM option), each table's options by HBM (stable); then, after its
+// first proposal (each table's least-HBM option, made by the caller), a
+// knapsack over bins of the devices' reserved HBM together
+// (hbm_bins_per_device x devices bins), the least perf sum per bin, and one
+// proposal per reachable bin of the last table, from the largest bin down.
+// Its floating-point steps (bin = bytes / bin size, truncated; perf sums in
+// table order; strict improvements, options outer, bins inner) are main's.
+// Refused where its tables x bins backtrack table would pass 2^26 entries
+// (512 MiB).
+inline std::vector<std::vector<std::uint32_t>> dynamic_programming_proposals(
+    const std::vector<std::vector<sharding_option>>& options, const std::vector<storage>& reserved,
+    std::int32_t bins_per_device, std::vector<std::uint32_t>& first) {
+  const std::size_t tables = options.size();
+  // Each table's options by HBM, and the tables by their least HBM.
+  std::vector<std::vector<std::uint32_t>> by_hbm(tables);
+  for (std::size_t i = 0; i < tables; ++i) {
+    for (std::uint32_t k = 0; k < options[i].size(); ++k)
+      by_hbm[i].push_back(k);
+    std::stable_sort(by_hbm[i].begin(), by_hbm[i].end(), [&](std::uint32_t a, std::uint32_t b) {
+      return options[i][a].total.hbm < options[i][b].total.hbm;
+    });
+  }
+  std::vector<std::size_t> order(tables);
+  for (std::size_t i = 0; i < tables; ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return options[a][by_hbm[a][0]].total.hbm < options[b][by_hbm[b][0]].total.hbm;
+  });
+  first.assign(tables, 0);
+  for (std::size_t i = 0; i < tables; ++i)
+    first[i] = by_hbm[i][0];
+
+  std::int64_t hbm_total = 0;
+  for (const auto& d : reserved)
+    hbm_total += d.hbm;
+  const auto bins = static_cast<std::size_t>(bins_per_device) * reserved.size();
+  if (tables == 0 || hbm_total <= 0) return {};
+  if (tables * bins > (std::size_t{1} << 26)) {
+    detail::fail("torchrec.dynamic_programming",
+                 std::to_string(tables) + " tables x " + std::to_string(bins) + " bins",
+                 "at most 2^26 (67,108,864) cells of the proposer's backtrack table: fewer "
+                 "hbm_bins_per_device, or the default proposers");
+  }
+  const double bin_size = static_cast<double>(hbm_total) / static_cast<double>(bins);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  struct cell {
+    double perf = inf;
+    double hbm = inf;
+  };
+  struct step {
+    std::int32_t option = -1;
+    std::int32_t from = -1;
+  };
+  std::size_t widest = 0;
+  for (const auto& t : options)
+    widest = std::max(widest, t.size());
+  std::vector<cell> prev(bins);
+  std::vector<cell> cur(bins);
+  std::vector<step> back(tables * bins);
+  for (std::size_t t = 0; t < tables; ++t) {
+    const std::size_t i = order[t];
+    std::fill(cur.begin(), cur.end(), cell{});
+    for (std::size_t j = 0; j < widest; ++j) {
+      if (j >= by_hbm[i].size()) continue;  // main's inf: never below the bin count
+      const auto& o = options[i][by_hbm[i][j]];
+      const double hbm = static_cast<double>(o.total.hbm) / bin_size;
+      const double perf = o.perf_sum;
+      if (t == 0) {
+        if (!(hbm < static_cast<double>(bins))) continue;
+        const auto b = static_cast<std::size_t>(hbm);
+        if (cur[b].perf > perf) {
+          cur[b] = {perf, hbm};
+          back[b] = {static_cast<std::int32_t>(j), -1};
+        }
+        continue;
+      }
+      for (std::size_t b = 0; b < bins; ++b) {
+        if (!(prev[b].perf < inf)) continue;
+        const double at = prev[b].hbm + hbm;
+        if (!(at < static_cast<double>(bins))) continue;
+        const auto to = static_cast<std::size_t>(at);
+        const double sum = prev[b].perf + perf;
+        if (cur[to].perf > sum) {
+          cur[to] = {sum, at};
+          back[t * bins + to] = {static_cast<std::int32_t>(j), static_cast<std::int32_t>(b)};
+        }
+      }
+    }
+    std::swap(prev, cur);
+  }
+  std::vector<std::vector<std::uint32_t>> out;
+  for (std::size_t c = bins; c-- > 0;) {
+    step s = back[(tables - 1) * bins + c];
+    if (s.option < 0) continue;
+    std::vector<std::uint32_t> proposal(tables, 0);
+    for (std::size_t t = tables; t-- > 0;) {
+      const std::size_t i = order[t];
+      proposal[i] = by_hbm[i][static_cast<std::size_t>(s.option)];
+      if (t > 0) s = back[(t - 1) * bins + static_cast<std::size_t>(s.from)];
+    }
+    out.push_back(std::move(proposal));
+  }
+  return out;
+}
+
+}  // namespace detail
+
 // EmbeddingShardingPlanner(topology, batch_size, constraints).plan on the
 // task's inputs (inputs_of), with the sharder offering `o.sharding_types`.
 inline planner_result plan(const planner_inputs& in, const planner_options& o = {}) {
@@ -697,107 +808,123 @@ inline planner_result plan(const planner_inputs& in, const planner_options& o = 
     }
   };
 
-  // GridSearchProposer: every combination of the options sorted by depth,
-  // the last table's fastest (itertools.product), where there are at most
-  // max_proposals of them.
-  {
-    const auto sorted = detail::sorted_options(options, true);
-    std::uint64_t total = 1;
-    for (const auto& t : options) {
-      total = total > o.max_proposals ? total : total * t.size();
-    }
-    if (total <= o.max_proposals) {
-      std::vector<std::size_t> at(tables, 0);
+  if (o.dynamic_programming) {
+    // Main's DynamicProgrammingProposer alone: its first proposal, then
+    // the knapsack's.
+    std::vector<std::uint32_t> first;
+    const auto proposals =
+        detail::dynamic_programming_proposals(options, out.reserved, o.hbm_bins_per_device, first);
+    for (std::size_t i = 0; i < tables; ++i)
+      current.set(i, first[i]);
+    consider();
+    for (const auto& p : proposals) {
       for (std::size_t i = 0; i < tables; ++i)
+        current.set(i, p[i]);
+      consider();
+    }
+  } else {
+    // GridSearchProposer: every combination of the options sorted by depth,
+    // the last table's fastest (itertools.product), where there are at most
+    // max_proposals of them.
+    {
+      const auto sorted = detail::sorted_options(options, true);
+      std::uint64_t total = 1;
+      for (const auto& t : options) {
+        total = total > o.max_proposals ? total : total * t.size();
+      }
+      if (total <= o.max_proposals) {
+        std::vector<std::size_t> at(tables, 0);
+        for (std::size_t i = 0; i < tables; ++i)
+          current.set(i, sorted[i][0]);
+        for (;;) {
+          consider();
+          bool done = true;
+          for (std::size_t i = tables; i-- > 0;) {
+            if (++at[i] < sorted[i].size()) {
+              current.set(i, sorted[i][at[i]]);
+              done = false;
+              break;
+            }
+            at[i] = 0;
+            current.set(i, sorted[i][0]);
+          }
+          if (done) break;
+        }
+      }
+    }
+    // GreedyProposer(use_depth) then GreedyProposer(use_depth=False): each
+    // table's best option; then, one at a time, the table whose current option
+    // has the largest (max hbm, sum hbm, max ddr, sum ddr) over its shards
+    // (strictly larger than every earlier table's, and than all-zero) and a
+    // next option moves to it: the first of a set ordered by that key, then
+    // by table.
+    for (const bool use_depth : {true, false}) {
+      const auto sorted = detail::sorted_options(options, use_depth);
+      std::vector<std::size_t> at(tables, 0);
+      using key4 = std::array<std::int64_t, 4>;
+      const auto key_of = [&](std::size_t i) {
+        const auto& opt = options[i][sorted[i][at[i]]];
+        key4 k{0, 0, 0, 0};
+        for (const auto& s : opt.storages) {
+          k[0] = std::max(k[0], s.hbm);
+          k[1] += s.hbm;
+          k[2] = std::max(k[2], s.ddr);
+          k[3] += s.ddr;
+        }
+        return k;
+      };
+      const auto first = [](const std::pair<key4, std::size_t>& x,
+                            const std::pair<key4, std::size_t>& y) {
+        return x.first != y.first ? x.first > y.first : x.second < y.second;
+      };
+      std::set<std::pair<key4, std::size_t>, decltype(first)> movable(first);
+      for (std::size_t i = 0; i < tables; ++i) {
         current.set(i, sorted[i][0]);
+        if (sorted[i].size() > 1) movable.emplace(key_of(i), i);
+      }
       for (;;) {
         consider();
-        bool done = true;
-        for (std::size_t i = tables; i-- > 0;) {
-          if (++at[i] < sorted[i].size()) {
-            current.set(i, sorted[i][at[i]]);
-            done = false;
-            break;
+        if (movable.empty() || movable.begin()->first == key4{0, 0, 0, 0}) break;
+        const std::size_t largest = movable.begin()->second;
+        movable.erase(movable.begin());
+        ++at[largest];
+        current.set(largest, sorted[largest][at[largest]]);
+        if (at[largest] + 1 < sorted[largest].size()) movable.emplace(key_of(largest), largest);
+      }
+    }
+    // UniformProposer: per sharding type (in the order the enumeration first
+    // meets them) that every table has, each table's best option of that type
+    // by depth.
+    {
+      std::vector<sharding_type> met;
+      for (const auto& t : options)
+        for (const auto& opt : t)
+          if (std::find(met.begin(), met.end(), opt.type) == met.end()) met.push_back(opt.type);
+      std::vector<std::uint32_t> choice(tables, 0);
+      for (const auto type : met) {
+        bool every = true;
+        for (std::size_t i = 0; i < tables && every; ++i) {
+          double best_score = 0;
+          bool found = false;
+          for (std::uint32_t k = 0; k < options[i].size(); ++k) {
+            const auto& opt = options[i][k];
+            if (opt.type != type) continue;
+            const double score = opt.score(true);
+            if (!found || score < best_score) {
+              best_score = score;
+              choice[i] = k;
+              found = true;
+            }
           }
-          at[i] = 0;
-          current.set(i, sorted[i][0]);
+          every = found;
         }
-        if (done) break;
+        if (!every) continue;
+        for (std::size_t i = 0; i < tables; ++i)
+          current.set(i, choice[i]);
+        consider();
       }
     }
-  }
-  // GreedyProposer(use_depth) then GreedyProposer(use_depth=False): each
-  // table's best option; then, one at a time, the table whose current option
-  // has the largest (max hbm, sum hbm, max ddr, sum ddr) over its shards
-  // (strictly larger than every earlier table's, and than all-zero) and a
-  // next option moves to it: the first of a set ordered by that key, then
-  // by table.
-  for (const bool use_depth : {true, false}) {
-    const auto sorted = detail::sorted_options(options, use_depth);
-    std::vector<std::size_t> at(tables, 0);
-    using key4 = std::array<std::int64_t, 4>;
-    const auto key_of = [&](std::size_t i) {
-      const auto& opt = options[i][sorted[i][at[i]]];
-      key4 k{0, 0, 0, 0};
-      for (const auto& s : opt.storages) {
-        k[0] = std::max(k[0], s.hbm);
-        k[1] += s.hbm;
-        k[2] = std::max(k[2], s.ddr);
-        k[3] += s.ddr;
-      }
-      return k;
-    };
-    const auto first = [](const std::pair<key4, std::size_t>& x,
-                          const std::pair<key4, std::size_t>& y) {
-      return x.first != y.first ? x.first > y.first : x.second < y.second;
-    };
-    std::set<std::pair<key4, std::size_t>, decltype(first)> movable(first);
-    for (std::size_t i = 0; i < tables; ++i) {
-      current.set(i, sorted[i][0]);
-      if (sorted[i].size() > 1) movable.emplace(key_of(i), i);
-    }
-    for (;;) {
-      consider();
-      if (movable.empty() || movable.begin()->first == key4{0, 0, 0, 0}) break;
-      const std::size_t largest = movable.begin()->second;
-      movable.erase(movable.begin());
-      ++at[largest];
-      current.set(largest, sorted[largest][at[largest]]);
-      if (at[largest] + 1 < sorted[largest].size()) movable.emplace(key_of(largest), largest);
-    }
-  }
-  // UniformProposer: per sharding type (in the order the enumeration first
-  // meets them) that every table has, each table's best option of that type
-  // by depth.
-  {
-    std::vector<sharding_type> met;
-    for (const auto& t : options)
-      for (const auto& opt : t)
-        if (std::find(met.begin(), met.end(), opt.type) == met.end()) met.push_back(opt.type);
-    std::vector<std::uint32_t> choice(tables, 0);
-    for (const auto type : met) {
-      bool every = true;
-      for (std::size_t i = 0; i < tables && every; ++i) {
-        double best_score = 0;
-        bool found = false;
-        for (std::uint32_t k = 0; k < options[i].size(); ++k) {
-          const auto& opt = options[i][k];
-          if (opt.type != type) continue;
-          const double score = opt.score(true);
-          if (!found || score < best_score) {
-            best_score = score;
-            choice[i] = k;
-            found = true;
-          }
-        }
-        every = found;
-      }
-      if (!every) continue;
-      for (std::size_t i = 0; i < tables; ++i)
-        current.set(i, choice[i]);
-      consider();
-    }
-  }
+  }  // the default proposers
 
   if (!any) {
     out.lowest_storage = lowest;

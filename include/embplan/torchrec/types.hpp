@@ -255,6 +255,13 @@ struct planner_options {
   // whose storage exceeds all devices' together is not partitioned; the plan
   // is the same, only `plans` then counts the partitions that ran.
   bool exhaustive = false;
+  // Main's DynamicProgrammingProposer (proposers.py), alone in place of the
+  // default proposers, as EmbeddingShardingPlanner(proposer=
+  // DynamicProgrammingProposer(hbm_bins_per_device)) has it: per total-HBM
+  // bin of the devices' reserved HBM, the options of least summed perf.
+  // Not in v0.3.2; off by default.
+  bool dynamic_programming = false;
+  std::int32_t hbm_bins_per_device = 100;
 
   void validate() const {
     if (batch_size < 0)
@@ -274,6 +281,10 @@ struct planner_options {
     }
     if (!(std::isfinite(inter_host_bw) && inter_host_bw > 0.0)) {
       detail::fail("torchrec.inter_host_bw", inter_host_bw, "a positive bandwidth (bytes/ms)");
+    }
+    if (hbm_bins_per_device < 1 || hbm_bins_per_device > 1'000'000) {
+      detail::fail("torchrec.hbm_bins_per_device", hbm_bins_per_device,
+                   "a bin count per device in [1, 1000000]");
     }
   }
 };
