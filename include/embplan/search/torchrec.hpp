@@ -58,6 +58,21 @@ constexpr memory_tier tier_of(torchrec::compute_kernel k) noexcept {
   return memory_tier::hbm;
 }
 
+// Block `b` of table `i` under TorchRec sharding `type` as embplan's piece
+// on `rank`.
+inline shard piece_of(std::size_t i, const torchrec::shard_block& b, torchrec::sharding_type type,
+                      std::int64_t rank) noexcept {
+  shard piece;
+  piece.table = static_cast<std::uint32_t>(i);
+  piece.device = static_cast<std::uint32_t>(rank);
+  piece.col_begin = static_cast<std::int32_t>(b.col_offset);
+  piece.col_end = static_cast<std::int32_t>(b.col_offset + b.cols);
+  piece.row_begin = b.row_offset;
+  piece.row_end = b.row_offset + b.rows;
+  piece.data_parallel = type == torchrec::sharding_type::data_parallel;
+  return piece;
+}
+
 }  // namespace search::detail
 
 // TorchRec's plan as embplan's shards (see the header comment), or the
@@ -84,15 +99,7 @@ inline search_result to_search_result(const task& t, const torchrec::planner_res
     }
     for (const auto& s : table.shards) {
       if (s.block.rows == 0 || s.block.cols == 0) continue;
-      shard piece;
-      piece.table = static_cast<std::uint32_t>(i);
-      piece.device = static_cast<std::uint32_t>(s.rank);
-      piece.col_begin = static_cast<std::int32_t>(s.block.col_offset);
-      piece.col_end = static_cast<std::int32_t>(s.block.col_offset + s.block.cols);
-      piece.row_begin = s.block.row_offset;
-      piece.row_end = s.block.row_offset + s.block.rows;
-      piece.data_parallel = table.type == torchrec::sharding_type::data_parallel;
-      out.placement.shards.push_back(piece);
+      out.placement.shards.push_back(search::detail::piece_of(i, s.block, table.type, s.rank));
     }
   }
   out.ok = true;
@@ -107,9 +114,8 @@ inline search_result to_search_result(const task& t, const torchrec::planner_res
 //    layout has at least n blocks;
 //  - the kinds of piece a table may be placed as, max_shards and min_shards:
 //    sharding_types, those whose layout of the table (shard_layout, its
-//    empty blocks left out) has only pieces of allowed kinds (a piece of
-//    some rows and some columns needs row_wise and column_wise, a
-//    data-parallel copy data_parallel) and a number of pieces (replicas
+//    empty blocks left out) has only pieces of allowed kinds (kinds_needed,
+//    as the plan's check reads them) and a number of pieces (replicas
 //    count) within the bounds.
 // Pins, hosts, co-location and anti-affinity have no ParameterConstraints:
 // TorchRec plans without them, and the planner checks the plan afterwards.
@@ -136,17 +142,7 @@ inline std::string apply_rules(torchrec::planner_inputs& in, const task& t,
       for (const auto& b : torchrec::shard_layout(type, table, in.cluster)) {
         if (b.rows == 0 || b.cols == 0) continue;
         ++pieces;
-        const bool some_rows = b.rows != table.rows;
-        const bool some_cols = b.cols != table.cols;
-        if (type == torchrec::sharding_type::data_parallel) {
-          needed |= static_cast<std::uint8_t>(sharding_kind::data_parallel);
-        } else if (some_rows) {
-          needed |= static_cast<std::uint8_t>(sharding_kind::row_wise);
-          if (some_cols) needed |= static_cast<std::uint8_t>(sharding_kind::column_wise);
-        } else {
-          needed |= static_cast<std::uint8_t>(some_cols ? sharding_kind::column_wise
-                                                        : sharding_kind::table_wise);
-        }
+        needed |= kinds_needed(t, search::detail::piece_of(i, b, type, 0));
       }
       if ((needed & ~kinds) != 0) continue;
       if (most > 0 && pieces > most) continue;

@@ -73,7 +73,6 @@ struct sharding_option {
     perf_min = perf.empty() ? 0 : *std::min_element(perf.begin(), perf.end());
     perf_max = perf.empty() ? 0 : *std::max_element(perf.begin(), perf.end());
   }
-  storage total_storage() const noexcept { return total; }
   // proposers.py, _sharding_option_score: the largest shard perf (use_depth)
   // or their sum (Python's sum from 0, in shard order).
   double score(bool use_depth) const noexcept { return use_depth ? perf_max : perf_sum; }
@@ -699,17 +698,15 @@ inline std::vector<std::vector<std::uint32_t>> dynamic_programming_proposals(
     std::int32_t option = -1;
     std::int32_t from = -1;
   };
-  std::size_t widest = 0;
-  for (const auto& t : options)
-    widest = std::max(widest, t.size());
   std::vector<cell> prev(bins);
   std::vector<cell> cur(bins);
   std::vector<step> back(tables * bins);
   for (std::size_t t = 0; t < tables; ++t) {
     const std::size_t i = order[t];
     std::fill(cur.begin(), cur.end(), cell{});
-    for (std::size_t j = 0; j < widest; ++j) {
-      if (j >= by_hbm[i].size()) continue;  // main's inf: never below the bin count
+    // Main runs j over the most options any table has; a table's missing
+    // ones (its inf) never reach a bin.
+    for (std::size_t j = 0; j < by_hbm[i].size(); ++j) {
       const auto& o = options[i][by_hbm[i][j]];
       const double hbm = static_cast<double>(o.total.hbm) / bin_size;
       const double perf = o.perf_sum;
